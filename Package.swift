@@ -1,0 +1,85 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "OrderLedger",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ledger", targets: ["ledger"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+    ],
+    targets: [
+        // The domain: event types, the order state machine, folds. Pure: Foundation and hashing only.
+        .target(
+            name: "LedgerCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The SQL, embedded in the binary so `ledger` works from any directory.
+        .target(
+            name: "LedgerSchema",
+            path: "schema",
+            resources: [
+                .embedInCode("001_events.sql"),
+                .embedInCode("002_orders.sql"),
+                .embedInCode("003_tokens.sql"),
+            ]
+        ),
+        .target(
+            name: "LedgerPostgres",
+            dependencies: [
+                "LedgerCore", "LedgerSchema",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "LedgerHTTP",
+            dependencies: [
+                "LedgerCore", "LedgerPostgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            resources: [.embedInCode("openapi.yaml")]
+        ),
+        .executableTarget(
+            name: "ledger",
+            dependencies: [
+                "LedgerCore", "LedgerPostgres", "LedgerHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        // Starts the test cluster and hands each test a fresh migrated database.
+        .target(
+            name: "LedgerTestSupport",
+            dependencies: ["LedgerPostgres", "LedgerCore", .product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "Tests/LedgerTestSupport"
+        ),
+        .testTarget(
+            name: "LedgerPostgresTests",
+            dependencies: ["LedgerPostgres", "LedgerCore", "LedgerTestSupport"]
+        ),
+        .testTarget(
+            name: "LedgerHTTPTests",
+            dependencies: [
+                "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

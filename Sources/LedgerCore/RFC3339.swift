@@ -1,0 +1,115 @@
+import Foundation
+
+/// RFC 3339 times as the ledger reads and prints them: UTC, microsecond precision (PostgreSQL's), so a time
+/// printed by the ledger and passed back (e.g. as `asOf`) names exactly the same instant.
+public enum RFC3339 {
+    /// `2026-11-22T13:05:09.123456Z`.
+    public static func format(_ date: Date) -> String {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let (seconds, fraction) = floorDivide(micros, 1_000_000)
+        let (days, secondOfDay) = floorDivide(seconds, 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        let digits = { (value: Int64, width: Int) -> String in
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(digits(year, 4))-\(digits(month, 2))-\(digits(day, 2))T"
+            + "\(digits(secondOfDay / 3600, 2)):\(digits(secondOfDay % 3600 / 60, 2)):\(digits(secondOfDay % 60, 2))"
+            + ".\(digits(fraction, 6))Z"
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil when the text is not such a time.
+    /// Fractions beyond microseconds are rounded to the nearest microsecond.
+    public static func parse(_ text: String) -> Date? {
+        let chars = Array(text.utf8)
+        var index = 0
+        func number(_ width: Int) -> Int64? {
+            guard index + width <= chars.count else { return nil }
+            var value: Int64 = 0
+            for char in chars[index..<index + width] {
+                guard (48...57).contains(char) else { return nil }
+                value = value * 10 + Int64(char - 48)
+            }
+            index += width
+            return value
+        }
+        func expect(_ allowed: String) -> Bool {
+            guard index < chars.count, allowed.utf8.contains(chars[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
+              expect("Tt"), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2),
+              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+              hour < 24, minute < 60, second < 60
+        else { return nil }
+        var micros: Int64 = 0
+        if index < chars.count, chars[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Double = 100_000
+            var fraction: Double = 0
+            let start = index
+            while index < chars.count, (48...57).contains(chars[index]) {
+                fraction += Double(chars[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+            micros = Int64(fraction.rounded())
+        }
+        var offsetSeconds: Int64 = 0
+        if expect("Zz") {
+        } else if index < chars.count, chars[index] == UInt8(ascii: "+") || chars[index] == UInt8(ascii: "-") {
+            let sign: Int64 = chars[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            guard let offsetHours = number(2), expect(":"), let offsetMinutes = number(2), offsetHours < 24, offsetMinutes < 60
+            else { return nil }
+            offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60)
+        } else {
+            return nil
+        }
+        guard index == chars.count else { return nil }
+        let seconds = days(fromCivil: year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        return Date(timeIntervalSince1970: Double(seconds * 1_000_000 + micros) / 1_000_000)
+    }
+
+    /// Parses a calendar date `YYYY-MM-DD` as its midnight in UTC.
+    public static func parseDay(_ text: String) -> Date? {
+        parse(text + "T00:00:00Z")
+    }
+
+    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let quotient = value >= 0 ? value / divisor : (value - divisor + 1) / divisor
+        return (quotient, value - quotient * divisor)
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    // Days since 1970-01-01 ↔ proleptic Gregorian dates (H. Hinnant's algorithms).
+    private static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

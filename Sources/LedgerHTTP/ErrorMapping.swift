@@ -1,0 +1,112 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerPostgres
+import PostgresNIO
+
+/// The one place where errors become HTTP answers: domain refusals are 409s, malformed input 4xx with the field
+/// named, an unreachable database 503 with Retry-After, and only a genuine bug a 500.
+extension APIError {
+    public init(from error: any Error) {
+        switch error {
+        case let error as APIError:
+            self = error
+        case let refusal as Refusal:
+            self.init(.conflict, refusal.code, refusal.message, details: refusal.details)
+        case let error as LedgerError:
+            self.init(ledgerError: error)
+        case let error as EventStoreError:
+            self.init(storeError: error)
+        case let error as HTTPError:
+            self.init(httpError: error)
+        case let error where Self.isDatabaseUnavailable(error):
+            self.init(.serviceUnavailable, "unavailable", "the database cannot be reached; retry shortly",
+                      headers: [.retryAfter: "1"])
+        default:
+            self.init(.internalServerError, "internal_error", "an unexpected error occurred; it has been logged")
+        }
+    }
+
+    private init(ledgerError error: LedgerError) {
+        switch error {
+        case .invalidEvent(let field, let message):
+            self = .invalidRequest(field: field, message)
+        case .unknownEventType(let field, let type):
+            self.init(.unprocessableContent, "unknown_event_type", "\(type) is not an event type of this ledger",
+                      details: ["field": .string(field), "type": .string(type), "known": .array(EventType.allCases.map { .string($0.rawValue) })])
+        case .duplicateEventId(let id):
+            self = .invalidRequest(field: "events", "event id \(id.uuidString.lowercased()) appears twice in the batch")
+        }
+    }
+
+    private init(storeError error: EventStoreError) {
+        switch error {
+        case .versionConflict(let orderId, let expected, let actual):
+            self.init(.conflict, "version_conflict", "order \(orderId) is at version \(actual), not \(expected)",
+                      details: ["orderId": .string(orderId), "expected": expected.json, "actual": .int(Int64(actual))])
+        case .idempotencyConflict(let eventId, let storedOrderId):
+            self.init(.conflict, "idempotency_conflict",
+                      "event id \(eventId.uuidString.lowercased()) was already used for a different event",
+                      details: ["eventId": .string(eventId.uuidString.lowercased()), "orderId": .string(storedOrderId)])
+        case .unknownPosition(let position):
+            self = .invalidRequest(field: "after", "after=\(position) is not the position of a stored event")
+        case .emptyAppend:
+            self = .invalidRequest(field: "events", "events must hold at least one event")
+        }
+    }
+
+    private init(httpError error: HTTPError) {
+        let code = switch error.status {
+        case .notFound: "not_found"
+        case .methodNotAllowed: "method_not_allowed"
+        case .contentTooLarge: "payload_too_large"
+        case .unsupportedMediaType: "unsupported_media_type"
+        case .unauthorized: "unauthorized"
+        case .forbidden: "forbidden"
+        default: error.status.code < 500 ? "invalid_request" : "internal_error"
+        }
+        let message = switch error.status {
+        case .notFound: "no such route"
+        case .contentTooLarge: "the request body is larger than \(JSONResponse.maximumBodySize / 1024) KiB"
+        default: error.body ?? error.status.reasonPhrase
+        }
+        self.init(error.status, code, message, headers: error.headers)
+    }
+
+    /// Connection failures, a server shutting down or refusing connections: worth a retry, not a 500.
+    static func isDatabaseUnavailable(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        if let state = error.serverInfo?[.sqlState] {
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300"].contains(state)
+        }
+        return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed]
+            .contains(error.code)
+    }
+}
+
+extension ExpectedVersion {
+    /// How the API spells an expected version: absent (any), 0 (no stream yet) or N.
+    var json: JSONValue {
+        switch self {
+        case .any: .string("any")
+        case .noStream: .int(0)
+        case .exactly(let version): .int(Int64(version))
+        }
+    }
+}
+
+/// Turns every error thrown below it into the API's JSON error response, so outer middleware (request log,
+/// metrics) sees the final status.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let apiError = APIError(from: error)
+            if apiError.status == .internalServerError {
+                context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            return apiError.response()
+        }
+    }
+}

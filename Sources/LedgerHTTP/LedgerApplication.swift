@@ -1,0 +1,37 @@
+import Foundation
+import Hummingbird
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// Assembles the HTTP API: every route, its scope, and the middleware around it.
+public enum LedgerApplication {
+    /// The router alone: what tests drive and what `serve` runs.
+    public static func router(ledger: Ledger, tokens: TokenStore, metrics: LedgerMetrics = .shared) -> Router<LedgerRequestContext> {
+        let router = Router(context: LedgerRequestContext.self)
+        // Outermost first: the request log sees the final status, metrics too, errors become JSON answers inside.
+        router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: ErrorMiddleware())
+
+        OperationalRoutes(client: ledger.client, metrics: metrics).register(on: router)
+        let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
+        let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
+        OrderRoutes(ledger: ledger, metrics: metrics).register(writers: writers, readers: readers)
+        ReadRoutes(ledger: ledger).register(readers: readers)
+        return router
+    }
+
+    /// The application `serve` runs, with the PostgreSQL client as one of its services.
+    public static func make(
+        ledger: Ledger, host: String, port: Int, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(ledger: ledger, tokens: TokenStore(client: ledger.client)),
+            configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
+            services: [ledger.client],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+}

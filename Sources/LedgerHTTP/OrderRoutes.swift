@@ -1,0 +1,77 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerPostgres
+
+/// `/v1/orders…`: post events, read an order, its history, and lists of orders.
+struct OrderRoutes {
+    typealias Context = LedgerRequestContext
+    let ledger: Ledger
+    let metrics: LedgerMetrics
+
+    func register(writers: RouterGroup<Context>, readers: RouterGroup<Context>) {
+        writers.post("orders/{orderId}/events", use: postEvents)
+        readers.get("orders/{orderId}", use: order)
+        readers.get("orders/{orderId}/history", use: history)
+        readers.get("orders", use: list)
+    }
+
+    @Sendable func postEvents(_ request: Request, context: Context) async throws -> Response {
+        let orderId = try context.parameters.require("orderId")
+        do {
+            let posted = try PostedEvents(try await JSONResponse.readBody(request))
+            let metadata = EventMetadata(
+                actor: context.actor, requestId: context.requestId,
+                correlationId: request.headers[.correlationId], causationId: request.headers[.causationId])
+            let recorded = try await ledger.record(
+                orderId: orderId, events: posted.submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
+            if recorded.append.isReplay {
+                return JSONResponse.make(status: .ok, body: recorded.json, headers: [.idempotentReplay: "true"])
+            }
+            metrics.appended(recorded.append.events.count)
+            return JSONResponse.make(status: .created, body: recorded.json)
+        } catch {
+            metrics.refused(APIError(from: error).code)
+            throw error
+        }
+    }
+
+    @Sendable func order(_ request: Request, context: Context) async throws -> Response {
+        let orderId = try context.parameters.require("orderId")
+        guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
+        return JSONResponse.make(status: .ok, body: order.json)
+    }
+
+    @Sendable func history(_ request: Request, context: Context) async throws -> Response {
+        let orderId = try context.parameters.require("orderId")
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["asOf"])
+        guard let history = try await ledger.history(orderId, asOf: try query.time("asOf")) else {
+            throw APIError.notFound("order \(orderId) is not in the ledger")
+        }
+        return JSONResponse.make(status: .ok, body: history.json)
+    }
+
+    @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["accountId", "state", "limit", "cursor"])
+        let state = try query.string("state").map { text in
+            guard let state = OrderState(rawValue: text) else {
+                throw APIError.invalidRequest(field: "state", "state must be one of \(OrderState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return state
+        }
+        let page = try await ledger.orders(
+            accountId: try query.string("accountId"), state: state,
+            limit: Int(try query.integer("limit", in: 1...500) ?? 100), after: try query.string("cursor"))
+        return JSONResponse.make(status: .ok, body: .object([
+            "orders": .array(page.orders.map(\.json)),
+            "nextCursor": .text(page.nextCursor),
+        ]))
+    }
+}
+
+extension HTTPField.Name {
+    static let correlationId = Self("X-Correlation-Id")!
+    static let causationId = Self("X-Causation-Id")!
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+
+/// A request's query parameters, read with the parameter named in every error.
+struct QueryParameters {
+    let values: [String: String]
+
+    init(_ request: Request) {
+        var values: [String: String] = [:]
+        for (name, value) in request.uri.queryParameters { values[String(name)] = String(value) }
+        self.values = values
+    }
+
+    func onlyAllowing(_ allowed: Set<String>) throws {
+        if let unknown = values.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw APIError.invalidRequest(field: unknown, "\(unknown) is not a parameter of this route")
+        }
+    }
+
+    func string(_ name: String) throws -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        guard value.utf8.count <= 256 else { throw APIError.invalidRequest(field: name, "\(name) is too long") }
+        return value
+    }
+
+    func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
+        guard let text = try string(name) else { return nil }
+        guard let value = Int64(text), range.contains(value) else {
+            throw APIError.invalidRequest(field: name, "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    func time(_ name: String) throws -> Date? {
+        guard let text = try string(name) else { return nil }
+        guard let date = RFC3339.parse(text) else {
+            throw APIError.invalidRequest(field: name, "\(name) must be an RFC 3339 time, e.g. 2026-11-22T13:05:09Z")
+        }
+        return date
+    }
+}

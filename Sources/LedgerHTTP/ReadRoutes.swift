@@ -1,0 +1,41 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerPostgres
+
+/// `/v1/transactions/{id}` ("was this credited?") and `/v1/events` (the global feed).
+struct ReadRoutes {
+    typealias Context = LedgerRequestContext
+    let ledger: Ledger
+
+    /// A feed page holds at most this many events.
+    static let maximumFeedPage = 1000
+
+    func register(readers: RouterGroup<Context>) {
+        readers.get("transactions/{transactionId}", use: transaction)
+        readers.get("events", use: feed)
+    }
+
+    @Sendable func transaction(_ request: Request, context: Context) async throws -> Response {
+        let transactionId = try context.parameters.require("transactionId")
+        guard let status = try await ledger.transaction(transactionId) else {
+            throw APIError.notFound("transaction \(transactionId) has never been seen by the ledger")
+        }
+        return JSONResponse.make(status: .ok, body: status.json)
+    }
+
+    /// Pages the feed in commit order (see `EventStore.readAll`). `next` is the cursor to pass as `after`;
+    /// on an empty page it is the cursor given, so a consumer keeps polling with it.
+    @Sendable func feed(_ request: Request, context: Context) async throws -> Response {
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["after", "limit"])
+        let after = try query.integer("after", in: 0...Int64.max).flatMap { $0 == 0 ? nil : $0 }
+        let limit = Int(try query.integer("limit", in: 1...Int64(Self.maximumFeedPage)) ?? 100)
+        let events = try await ledger.store.readAll(after: after, limit: limit)
+        let next = events.last?.position ?? after
+        return JSONResponse.make(status: .ok, body: .object([
+            "events": .array(events.map(\.feedJSON)),
+            "next": next.map(JSONValue.int) ?? .null,
+        ]))
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+
+/// How the API (and the CLI's `--json`) writes the ledger's values: camelCase, times RFC 3339 UTC, absent
+/// values as explicit nulls.
+extension JSONValue {
+    static func time(_ date: Date?) -> JSONValue { date.map { .string(RFC3339.format($0)) } ?? .null }
+    static func text(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+    static func money(_ money: Money) -> JSONValue {
+        .object(["value": .int(money.value), "currency": .string(money.currency)])
+    }
+}
+
+extension Order {
+    public var json: JSONValue {
+        .object([
+            "orderId": .string(orderId),
+            "accountId": .string(accountId),
+            "productId": .string(productId),
+            "quantity": .int(Int64(quantity)),
+            "amount": .money(amount),
+            "provider": .string(provider.rawValue),
+            "environment": .string(environment.rawValue),
+            "state": .string(state.rawValue),
+            "version": .int(Int64(version)),
+            "transactionId": .text(transactionId),
+            "flags": .array(flags.map { .string($0.rawValue) }),
+            "verificationAttempts": .int(Int64(verificationAttempts)),
+            "lastErrorCode": .text(lastErrorCode),
+            "refundedAmount": refundedAmount.map(JSONValue.money) ?? .null,
+            "createdAt": .time(createdAt),
+            "updatedAt": .time(updatedAt),
+            "grantedAt": .time(grantedAt),
+            "finishedAt": .time(finishedAt),
+            "refundedAt": .time(refundedAt),
+        ])
+    }
+}
+
+extension Recorded {
+    /// The answer to a post of events (and, identically, to its retry).
+    public var json: JSONValue {
+        .object([
+            "orderId": .string(append.orderId),
+            "version": .int(Int64(append.version)),
+            "events": .array(append.events.map { event in
+                .object([
+                    "eventId": .string(event.eventId.uuidString.lowercased()),
+                    "version": .int(Int64(event.version)),
+                    "position": .int(event.position),
+                ])
+            }),
+            "order": order.json,
+        ])
+    }
+}
+
+extension StoredEvent {
+    var actor: JSONValue { metadata["actor"] ?? .null }
+}
+
+extension OrderHistory {
+    public var json: JSONValue {
+        .object([
+            "orderId": .string(orderId),
+            "asOf": .time(asOf),
+            "events": .array(entries.map { entry in
+                .object([
+                    "position": .int(entry.event.position),
+                    "version": .int(Int64(entry.event.version)),
+                    "eventId": .string(entry.event.eventId.uuidString.lowercased()),
+                    "type": .string(entry.event.type),
+                    "occurredAt": .time(entry.event.occurredAt),
+                    "recordedAt": .time(entry.event.recordedAt),
+                    "actor": entry.event.actor,
+                    "requestId": entry.event.metadata["requestId"] ?? .null,
+                    "data": entry.event.data,
+                    "stateAfter": .text(entry.stateAfter?.rawValue),
+                ])
+            }),
+            "order": order?.json ?? .null,
+        ])
+    }
+}
+
+extension TransactionStatus {
+    public var json: JSONValue {
+        .object([
+            "transactionId": .string(transactionId),
+            "orderId": .string(orderId),
+            "accountId": .string(accountId),
+            "state": .string(state.rawValue),
+            "granted": .bool(grantedAt != nil),
+            "grantedAt": .time(grantedAt),
+            "finished": .bool(finishedAt != nil),
+            "finishedAt": .time(finishedAt),
+            "refunded": .bool(refundedAt != nil),
+            "refundedAt": .time(refundedAt),
+        ])
+    }
+}
+
+extension StoredEvent {
+    /// A feed entry.
+    public var feedJSON: JSONValue {
+        .object([
+            "position": .int(position),
+            "orderId": .string(orderId),
+            "version": .int(Int64(version)),
+            "eventId": .string(eventId.uuidString.lowercased()),
+            "type": .string(type),
+            "occurredAt": .time(occurredAt),
+            "recordedAt": .time(recordedAt),
+            "actor": actor,
+            "data": data,
+        ])
+    }
+}

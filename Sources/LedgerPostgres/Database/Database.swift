@@ -1,0 +1,67 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Where the ledger's PostgreSQL is: the URL an operator gave, or the embedded cluster in the data directory.
+public struct Database: Sendable {
+    public let configuration: PostgresClient.Configuration
+    /// The embedded cluster, when no URL was given.
+    public let embedded: EmbeddedPostgres?
+
+    public init(configuration: PostgresClient.Configuration, embedded: EmbeddedPostgres? = nil) {
+        self.configuration = configuration
+        self.embedded = embedded
+    }
+
+    /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
+    /// started if it is not running.
+    public static func resolve(
+        url: String?, environment: [String: String] = ProcessInfo.processInfo.environment, poolSize: Int = 8
+    ) throws -> (database: Database, startedEmbedded: Bool) {
+        if let url = url ?? environment["DATABASE_URL"], !url.isEmpty {
+            var configuration = try Self.configuration(fromURL: url)
+            configuration.options.maximumConnections = poolSize
+            return (Database(configuration: configuration, embedded: nil), false)
+        }
+        let embedded = EmbeddedPostgres(dataDirectory: EmbeddedPostgres.defaultDataDirectory(environment: environment))
+        let started = try embedded.start()
+        try embedded.createDatabaseIfMissing()
+        var configuration = embedded.configuration()
+        configuration.options.maximumConnections = poolSize
+        return (Database(configuration: configuration, embedded: embedded), started)
+    }
+
+    /// Parses `postgres://user:password@host:port/database`. TLS is not negotiated: the ledger expects its
+    /// database on loopback or a private network.
+    public static func configuration(fromURL text: String) throws -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+              let host = url.host, !host.isEmpty, let user = url.user
+        else { throw DatabaseURLError(url: text) }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        return PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: url.password?.removingPercentEncoding, database: database.isEmpty ? nil : database, tls: .disable)
+    }
+
+    /// Runs `body` with a running client, then shuts the client down.
+    public func withClient<T: Sendable>(
+        logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (PostgresClient) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+}
+
+public struct DatabaseURLError: Error, CustomStringConvertible {
+    public let url: String
+    public var description: String {
+        "DATABASE_URL must look like postgres://user:password@host:5432/database"
+    }
+}

@@ -1,0 +1,106 @@
+import Crypto
+import Foundation
+import LedgerSchema
+import Logging
+import PostgresNIO
+
+/// Applies the numbered SQL files of `schema/` (embedded in the binary) in order, each in its own transaction,
+/// and records each one's name and checksum. Refuses to go on when a file that was already applied has changed:
+/// the database would no longer be what `schema/` says.
+public struct Migrator: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+    public let migrations: [Migration]
+
+    public init(client: PostgresClient, migrations: [Migration] = Migration.all, logger: Logger = Logger(label: "ledger.migrate")) {
+        self.client = client
+        self.migrations = migrations
+        self.logger = logger
+    }
+
+    /// Applies what is pending; returns the names applied (empty: the database was up to date).
+    @discardableResult
+    public func migrate() async throws -> [String] {
+        try await client.withConnection { connection in
+            // One migrator at a time, across processes (two `serve`s starting together, parallel test suites).
+            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            do {
+                let applied = try await apply(on: connection)
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                return applied
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// An arbitrary constant naming the migration lock.
+    static let lockKey: Int64 = 0x4C45_4447_4552
+
+    private func apply(on connection: PostgresConnection) async throws -> [String] {
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                name       text PRIMARY KEY,
+                checksum   text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """, logger: logger)
+        var recorded: [String: String] = [:]
+        for try await (name, checksum) in try await connection.query(
+            "SELECT name, checksum FROM schema_migrations", logger: logger
+        ).decode((String, String).self) {
+            recorded[name] = checksum
+        }
+        var applied: [String] = []
+        for migration in migrations {
+            if let checksum = recorded[migration.name] {
+                guard checksum == migration.checksum else { throw MigrationError.changedAfterApply(migration.name) }
+                continue
+            }
+            try await connection.withTransaction(logger: logger) { connection in
+                _ = try await connection.simpleQuery(migration.sql).get()
+                try await connection.query(
+                    "INSERT INTO schema_migrations (name, checksum) VALUES (\(migration.name), \(migration.checksum))",
+                    logger: logger)
+            }
+            logger.info("applied migration", metadata: ["name": "\(migration.name)"])
+            applied.append(migration.name)
+        }
+        return applied
+    }
+}
+
+/// One numbered SQL file of `schema/`.
+public struct Migration: Sendable, Hashable {
+    public let name: String
+    public let sql: String
+
+    public init(name: String, sql: String) {
+        self.name = name
+        self.sql = sql
+    }
+
+    /// SHA-256 of the file's bytes, hex.
+    public var checksum: String {
+        SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Every migration the binary carries, in order.
+    public static var all: [Migration] {
+        LedgerSchema.files.map { Migration(name: $0.name, sql: $0.sql) }
+    }
+}
+
+public enum MigrationError: Error, CustomStringConvertible {
+    case changedAfterApply(String)
+
+    public var description: String {
+        switch self {
+        case .changedAfterApply(let name):
+            "migration \(name) was changed after it was applied to this database; "
+                + "restore the original file and put the change in a new numbered migration."
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import PostgresNIO
+
+/// The SQLSTATE of a PostgreSQL error, looking through the transaction wrapper PostgresNIO puts around it.
+func sqlState(of error: any Error) -> String? {
+    (underlyingError(error) as? PSQLError)?.serverInfo?[.sqlState]
+}
+
+/// The error a transaction's body (or its commit) threw, without PostgresNIO's transaction wrapper.
+func underlyingError(_ error: any Error) -> any Error {
+    guard let transactionError = error as? PostgresTransactionError else { return error }
+    return transactionError.closureError ?? transactionError.commitError ?? transactionError.beginError ?? error
+}
+
+enum SQLStates {
+    static let uniqueViolation = "23505"
+    static let deadlockDetected = "40P01"
+    static let serializationFailure = "40001"
+}

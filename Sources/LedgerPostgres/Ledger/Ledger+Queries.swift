@@ -1,0 +1,58 @@
+import Foundation
+import LedgerCore
+import PostgresNIO
+
+extension Ledger {
+    /// The order as projected now; nil when the ledger has never seen it.
+    public func order(_ orderId: String) async throws -> Order? {
+        try await client.withConnection { connection in try await rows.load(orderId, on: connection) }
+    }
+
+    /// "What happened to this order": every event with the state it left, and the order they fold to —
+    /// only what had been recorded by `asOf` when given. Nil when the order has never existed.
+    public func history(_ orderId: String, asOf: Date? = nil) async throws -> OrderHistory? {
+        let (entries, order) = try await history(orderId, upTo: asOf.map(StreamLimit.recordedAt))
+        if entries.isEmpty {
+            // Known now but not yet as of then: an empty story. Never known: none at all.
+            guard asOf != nil, try await self.order(orderId) != nil else { return nil }
+        }
+        return OrderHistory(orderId: orderId, asOf: asOf, entries: entries, order: order)
+    }
+
+    /// "Was this transaction already credited?"; nil when the ledger has never seen the transactionId.
+    public func transaction(_ transactionId: String) async throws -> TransactionStatus? {
+        let rows = try await client.query(
+            """
+            SELECT t.transaction_id, t.order_id, t.account_id, o.state, t.granted_at, t.finished_at, t.refunded_at
+            FROM order_transactions t JOIN orders o USING (order_id)
+            WHERE t.transaction_id = \(transactionId)
+            """, logger: store.logger)
+        for try await (transactionId, orderId, accountId, state, grantedAt, finishedAt, refundedAt)
+            in rows.decode((String, String, String, String, Date?, Date?, Date?).self) {
+            guard let state = OrderState(rawValue: state) else { throw CorruptRow(column: "state", value: state) }
+            return TransactionStatus(
+                transactionId: transactionId, orderId: orderId, accountId: accountId, state: state,
+                grantedAt: grantedAt, finishedAt: finishedAt, refundedAt: refundedAt)
+        }
+        return nil
+    }
+
+    /// Orders by id, optionally of one account and/or in one state. Keyset pagination: the cursor is the last
+    /// order id of the previous page, so pages stay stable while orders are added.
+    public func orders(accountId: String?, state: OrderState?, limit: Int, after cursor: String?) async throws -> OrderPage {
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: OrderRows.orderColumns) FROM orders
+            WHERE (\(accountId)::text IS NULL OR account_id = \(accountId))
+              AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
+              AND order_id > \(cursor ?? "")
+            ORDER BY order_id
+            LIMIT \(limit + 1)
+            """, logger: store.logger)
+        var orders: [Order] = []
+        for try await row in rows { orders.append(try OrderRows.decodeOrder(row)) }
+        let hasMore = orders.count > limit
+        if hasMore { orders.removeLast() }
+        return OrderPage(orders: orders, nextCursor: hasMore ? orders.last?.orderId : nil)
+    }
+}

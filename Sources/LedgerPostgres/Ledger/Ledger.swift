@@ -1,0 +1,82 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The order ledger: records events through the domain's rules and answers what happened. The one entry point
+/// the HTTP API and the CLI share.
+///
+/// Recording runs in the event store's append transaction: the stream is locked, idempotent retries are answered
+/// first (a retry of an accepted event gets the original result even if the order has moved on), then the domain
+/// decides each event against the order's projection, and the new projection rows are written before the events.
+/// A refusal throws a `Refusal` and nothing is written.
+public struct Ledger: Sendable {
+    public let store: EventStore
+    let rows: OrderRows
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
+        self.store = EventStore(client: client, logger: logger)
+        self.rows = OrderRows(logger: logger)
+    }
+
+    public var client: PostgresClient { store.client }
+
+    /// Validates and records events for one order, all or nothing.
+    public func record(
+        orderId: String, events submissions: [Submission], expectedVersion: ExpectedVersion = .any, metadata: EventMetadata
+    ) async throws -> Recorded {
+        guard Identifier.isValid(orderId) else {
+            throw LedgerError.invalidEvent(field: "orderId", message: "orderId " + Identifier.rule)
+        }
+        let events = try Self.parse(submissions)
+        let newEvents = zip(submissions, events).map { submission, event in
+            NewEvent(
+                eventId: submission.eventId, type: event.type.rawValue, data: event.data, metadata: metadata.json,
+                occurredAt: submission.occurredAt)
+        }
+        let rows = self.rows
+        let (append, order) = try await store.append(to: orderId, expectedVersion: expectedVersion, events: newEvents) {
+            context, _ in
+            try await rows.decideAndProject(events, in: context)
+        }
+        if let order { return Recorded(append: append, order: order) }
+        // A replay: the order as it was right after the original append.
+        let original = try await history(orderId, upTo: .version(append.version))
+        return Recorded(append: append, order: original.order!)
+    }
+
+    /// Parses each submission into a domain event, naming the failing field with its place in the batch.
+    static func parse(_ submissions: [Submission]) throws -> [OrderEvent] {
+        var seen = Set<UUID>()
+        return try submissions.enumerated().map { index, submission in
+            guard seen.insert(submission.eventId).inserted else { throw LedgerError.duplicateEventId(submission.eventId) }
+            let prefix = submissions.count == 1 ? "" : "events[\(index)]."
+            do {
+                return try OrderEvent(type: submission.type, data: submission.data)
+            } catch .unknownEventType(let type) {
+                throw LedgerError.unknownEventType(field: prefix + "type", type: type)
+            } catch .invalidField(let field, let message) {
+                throw LedgerError.invalidEvent(field: prefix + field, message: prefix + message)
+            }
+        }
+    }
+
+    /// An order's events up to `limit`, each with the state it left the order in, and the order they fold to.
+    func history(_ orderId: String, upTo limit: StreamLimit?) async throws -> (entries: [HistoryEntry], order: Order?) {
+        var order: Order?
+        var entries: [HistoryEntry] = []
+        for stored in try await store.read(orderId, upTo: limit) {
+            order = OrderDecider.evolve(order, try stored.recordedOrderEvent())
+            entries.append(HistoryEntry(event: stored, stateAfter: order?.state))
+        }
+        return (entries, order)
+    }
+}
+
+extension StoredEvent {
+    /// The domain event this stored row holds (stored data always parses: it was validated when appended).
+    public func recordedOrderEvent() throws -> RecordedOrderEvent {
+        RecordedOrderEvent(
+            orderId: orderId, version: version, event: try OrderEvent(type: type, data: data), recordedAt: recordedAt)
+    }
+}

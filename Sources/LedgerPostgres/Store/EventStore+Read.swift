@@ -1,0 +1,87 @@
+import Foundation
+import LedgerCore
+import PostgresNIO
+
+extension EventStore {
+    /// An order's events in version order, optionally only a prefix of them.
+    public func read(_ orderId: String, upTo limit: StreamLimit? = nil) async throws -> [StoredEvent] {
+        let rows: PostgresRowSequence
+        switch limit {
+        case nil:
+            rows = try await client.query(
+                "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) ORDER BY version", logger: logger)
+        case .version(let version)?:
+            rows = try await client.query(
+                "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version <= \(version) ORDER BY version",
+                logger: logger)
+        case .recordedAt(let time)?:
+            rows = try await client.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM events
+                WHERE order_id = \(orderId) AND recorded_at <= \(Timestamp(time)) ORDER BY version
+                """, logger: logger)
+        }
+        return try await Self.decode(rows)
+    }
+
+    /// One page of the global feed: the events after the one at position `after` (nil: from the start).
+    ///
+    /// The feed never skips an event, however transactions interleave. Positions are taken when a transaction
+    /// inserts, but transactions commit in another order, so a reader paging by position alone could pass a
+    /// position whose transaction has not committed yet and never come back for it. Instead every row records
+    /// its writer's transaction id, and the feed:
+    /// - is ordered by (transaction id, position), and
+    /// - only returns rows whose transaction id is below the oldest transaction still running
+    ///   (`pg_snapshot_xmin(pg_current_snapshot())`).
+    /// Every transaction below that horizon has finished, and every transaction that has not finished, or has not
+    /// started, gets an id at or above it; so no row can later appear before a row already read. Writers take no
+    /// global lock; the price is that one long-running transaction holds the feed back until it ends.
+    /// The cursor stays a plain position: the event at that position gives the (transaction id, position) to resume after.
+    public func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
+        let horizon = "pg_snapshot_xmin(pg_current_snapshot())"
+        guard let position else {
+            let rows = try await client.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM events
+                WHERE transaction_xid < \(unescaped: horizon)
+                ORDER BY transaction_xid, position LIMIT \(limit)
+                """, logger: logger)
+            return try await Self.decode(rows)
+        }
+        var cursorXid: String?
+        for try await xid in try await client.query(
+            "SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger
+        ).decode(String.self) {
+            cursorXid = xid
+        }
+        guard let cursorXid else { throw EventStoreError.unknownPosition(position) }
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE (transaction_xid, position) > (\(cursorXid)::xid8, \(position))
+              AND transaction_xid < \(unescaped: horizon)
+            ORDER BY transaction_xid, position LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.decode(rows)
+    }
+
+    /// The columns every read selects, in the order `decode` expects.
+    static let columns = "position, order_id, version, event_id, type, data::text, metadata::text, occurred_at, recorded_at"
+
+    static func decode(_ rows: PostgresRowSequence) async throws -> [StoredEvent] {
+        var events: [StoredEvent] = []
+        for try await row in rows {
+            events.append(try decode(row))
+        }
+        return events
+    }
+
+    static func decode(_ row: PostgresRow) throws -> StoredEvent {
+        let (position, orderId, version, eventId, type, data, metadata, occurredAt, recordedAt) = try row.decode(
+            (Int64, String, Int, UUID, String, String, String, Date?, Date).self)
+        return StoredEvent(
+            position: position, orderId: orderId, version: version, eventId: eventId, type: type,
+            data: try JSONValue(parsing: Array(data.utf8)), metadata: try JSONValue(parsing: Array(metadata.utf8)),
+            occurredAt: occurredAt, recordedAt: recordedAt)
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The append-only event store: one stream per order, on PostgreSQL.
+///
+/// The write path, in one transaction:
+/// 1. lock the order's stream row and bump its version (writers to other orders never wait);
+/// 2. answer idempotent retries: if the event ids are stored with the same content, return their original
+///    versions and positions and write nothing;
+/// 3. check the expected version — before any position is taken, so losers burn no sequence values;
+/// 4. run the inline projection (which may refuse);
+/// 5. insert the events.
+/// A unique violation means a concurrent append won a race (same event id on another order, or a projection's
+/// unique row); the whole append is run again and then sees the winner's committed state.
+public struct EventStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    /// How many times an append is rerun after losing a race before the error is passed on.
+    static let raceRetries = 5
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.store")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Appends `events` to the order's stream, all or nothing. See the type's documentation for the steps.
+    /// The projection's result is returned with the append's; it is nil for a replay (the projection does not run).
+    public func append<Projected: Sendable>(
+        to orderId: String,
+        expectedVersion: ExpectedVersion = .any,
+        events: [NewEvent],
+        projection: @escaping InlineProjection<Projected>
+    ) async throws -> (result: AppendResult, projected: Projected?) {
+        guard !events.isEmpty else { throw EventStoreError.emptyAppend }
+        var attempt = 0
+        while true {
+            do {
+                return try await appendOnce(to: orderId, expectedVersion: expectedVersion, events: events, projection: projection)
+            } catch where attempt < Self.raceRetries && Self.isLostRace(error) {
+                attempt += 1
+            }
+        }
+    }
+
+    /// Appends without a projection.
+    public func append(to orderId: String, expectedVersion: ExpectedVersion = .any, events: [NewEvent]) async throws -> AppendResult {
+        try await append(to: orderId, expectedVersion: expectedVersion, events: events) { _, _ in () }.result
+    }
+
+    private static func isLostRace(_ error: any Error) -> Bool {
+        if underlyingError(error) is AppendRaceLost { return true }
+        return [SQLStates.uniqueViolation, SQLStates.deadlockDetected, SQLStates.serializationFailure].contains(sqlState(of: error))
+    }
+
+    /// A replay found inside the transaction: thrown to roll back the stream lock, then returned.
+    private struct Replay: Error { let result: AppendResult }
+
+    private func appendOnce<Projected: Sendable>(
+        to orderId: String,
+        expectedVersion: ExpectedVersion,
+        events: [NewEvent],
+        projection: InlineProjection<Projected>
+    ) async throws -> (result: AppendResult, projected: Projected?) {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                let (current, recordedAt) = try await lockStream(orderId, adding: events.count, on: connection)
+                if let replay = try await storedResult(of: events, for: orderId, on: connection) {
+                    throw Replay(result: replay)
+                }
+                guard expectedVersion.admits(current) else {
+                    throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: current)
+                }
+                let context = AppendContext(
+                    connection: connection, orderId: orderId, currentVersion: current, recordedAt: recordedAt, logger: logger)
+                let projected = try await projection(context, events)
+                let appended = try await insert(events, into: orderId, after: current, recordedAt: recordedAt, on: connection)
+                return (AppendResult(orderId: orderId, events: appended, isReplay: false), projected)
+            }
+        } catch {
+            let cause = underlyingError(error)
+            if let replay = cause as? Replay { return (replay.result, nil) }
+            throw cause
+        }
+    }
+
+    /// Locks the stream row (creating it for a new order) and bumps its version by `count` in one statement.
+    /// Returns the version before the bump and the database clock after the lock was granted, so times within
+    /// one order never go backwards.
+    private func lockStream(_ orderId: String, adding count: Int, on connection: PostgresConnection) async throws -> (Int, Date) {
+        let rows = try await connection.query(
+            """
+            INSERT INTO streams AS s (order_id, version) VALUES (\(orderId), \(count))
+            ON CONFLICT (order_id) DO UPDATE SET version = s.version + EXCLUDED.version
+            RETURNING s.version - \(count), clock_timestamp()
+            """, logger: logger)
+        for try await (previous, now) in rows.decode((Int, Date).self) {
+            return (previous, now)
+        }
+        preconditionFailure("INSERT … RETURNING returns one row")
+    }
+
+    /// The original result when every event id is already stored with the same order, type and data;
+    /// nil when none is stored; an idempotency conflict otherwise.
+    private func storedResult(of events: [NewEvent], for orderId: String, on connection: PostgresConnection) async throws -> AppendResult? {
+        let rows = try await connection.query(
+            """
+            SELECT e.event_id, e.order_id, e.version, e.position,
+                   (e.order_id = \(orderId) AND e.type = n.type AND e.data = n.data::jsonb)
+            FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[], \(events.map(\.data.canonicalJSON))::text[])
+                 AS n(event_id, type, data)
+            JOIN events e USING (event_id)
+            """, logger: logger)
+        var stored: [UUID: AppendedEvent] = [:]
+        for try await (eventId, storedOrderId, version, position, same) in rows.decode((UUID, String, Int, Int64, Bool).self) {
+            guard same else { throw EventStoreError.idempotencyConflict(eventId: eventId, storedOrderId: storedOrderId) }
+            stored[eventId] = AppendedEvent(eventId: eventId, version: version, position: position)
+        }
+        if stored.isEmpty { return nil }
+        // A batch is replayed whole or not at all: a request that mixes stored and new events is a different request.
+        let replayed = events.compactMap { stored[$0.eventId] }
+        guard replayed.count == events.count else {
+            let firstNew = events.first { stored[$0.eventId] == nil }!
+            throw EventStoreError.idempotencyConflict(eventId: firstNew.eventId, storedOrderId: orderId)
+        }
+        return AppendResult(orderId: orderId, events: replayed, isReplay: true)
+    }
+
+    private func insert(
+        _ events: [NewEvent], into orderId: String, after current: Int, recordedAt: Date, on connection: PostgresConnection
+    ) async throws -> [AppendedEvent] {
+        let occurredAt = events.map { $0.occurredAt.map(RFC3339.format) ?? "" }
+        let rows = try await connection.query(
+            """
+            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at)
+            SELECT \(orderId), \(current) + n.ordinal, n.event_id, n.type, n.data::jsonb, n.metadata::jsonb,
+                   NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(recordedAt))
+            FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
+                        \(events.map(\.data.canonicalJSON))::text[], \(events.map(\.metadata.canonicalJSON))::text[],
+                        \(occurredAt)::text[])
+                 WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, ordinal)
+            ORDER BY n.ordinal
+            RETURNING event_id, version, position
+            """, logger: logger)
+        var appended: [AppendedEvent] = []
+        for try await (eventId, version, position) in rows.decode((UUID, Int, Int64).self) {
+            appended.append(AppendedEvent(eventId: eventId, version: version, position: position))
+        }
+        return appended.sorted { $0.version < $1.version }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import LedgerCore
+
+/// What an append expects the order's stream version to be: the optimistic-concurrency check.
+public enum ExpectedVersion: Sendable, Hashable, CustomStringConvertible {
+    /// Append whatever the current version is.
+    case any
+    /// Append only if the order has no events yet.
+    case noStream
+    /// Append only if the order's last event has exactly this version.
+    case exactly(Int)
+
+    func admits(_ actual: Int) -> Bool {
+        switch self {
+        case .any: true
+        case .noStream: actual == 0
+        case .exactly(let version): actual == version
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .any: "any"
+        case .noStream: "no stream"
+        case .exactly(let version): "\(version)"
+        }
+    }
+}
+
+/// An event to append; `eventId` is its idempotency key.
+public struct NewEvent: Sendable, Hashable {
+    public var eventId: UUID
+    public var type: String
+    public var data: JSONValue
+    public var metadata: JSONValue
+    public var occurredAt: Date?
+
+    public init(eventId: UUID, type: String, data: JSONValue, metadata: JSONValue = .object([:]), occurredAt: Date? = nil) {
+        self.eventId = eventId
+        self.type = type
+        self.data = data
+        self.metadata = metadata
+        self.occurredAt = occurredAt
+    }
+}
+
+/// An event as the store holds it.
+public struct StoredEvent: Sendable, Hashable {
+    public var position: Int64
+    public var orderId: String
+    public var version: Int
+    public var eventId: UUID
+    public var type: String
+    public var data: JSONValue
+    public var metadata: JSONValue
+    public var occurredAt: Date?
+    public var recordedAt: Date
+}
+
+/// Where one appended event landed.
+public struct AppendedEvent: Sendable, Hashable {
+    public var eventId: UUID
+    public var version: Int
+    public var position: Int64
+}
+
+/// The outcome of an append: the events' versions and positions, and whether it replayed an earlier append.
+public struct AppendResult: Sendable, Hashable {
+    public var orderId: String
+    public var events: [AppendedEvent]
+    /// True when every event was already stored: nothing was written and these are the original versions.
+    public var isReplay: Bool
+    /// The order's version after the appended (or replayed) events.
+    public var version: Int { events.map(\.version).max() ?? 0 }
+}
+
+/// The store's typed refusals.
+public enum EventStoreError: Error, Sendable, Hashable {
+    /// The stream is not at the version the caller expected; nothing was written.
+    case versionConflict(orderId: String, expected: ExpectedVersion, actual: Int)
+    /// The event id is already stored with a different order, type or data (or the batch only partly matches).
+    case idempotencyConflict(eventId: UUID, storedOrderId: String)
+    /// A feed cursor that names no stored event.
+    case unknownPosition(Int64)
+    /// An append needs at least one event.
+    case emptyAppend
+}
+
+/// Which prefix of an order's stream to read.
+public enum StreamLimit: Sendable, Hashable {
+    /// Events up to and including this version.
+    case version(Int)
+    /// Events recorded at or before this moment.
+    case recordedAt(Date)
+}

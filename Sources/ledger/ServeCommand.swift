@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import LedgerHTTP
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// `ledger serve`: migrates, then serves the HTTP API until SIGTERM/SIGINT; then stops accepting, finishes
+/// in-flight requests, closes the pool and stops the embedded database if it started it.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the HTTP API.")
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on (default: $PORT, else 8080).") var port: Int?
+    @Option(name: .customLong("pool-size"), help: "Database connections.") var poolSize = 8
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init) ?? .info
+            return handler
+        }
+        let logger = Logger(label: "ledger")
+        let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
+        let (resolved, startedEmbedded) = try Database.resolve(url: database.url, poolSize: poolSize)
+        defer {
+            if startedEmbedded {
+                logger.info("stopping the embedded database")
+                try? resolved.embedded?.stop()
+            }
+        }
+        try await resolved.withClient(logger: logger) { client in
+            try await Migrator(client: client, logger: logger).migrate()
+            if let embedded = resolved.embedded {
+                try await DevelopmentToken.ensure(tokens: TokenStore(client: client), dataDirectory: embedded.dataDirectory)
+            }
+        }
+        let client = PostgresClient(configuration: resolved.configuration, backgroundLogger: logger)
+        let ledger = Ledger(client: client, logger: logger)
+        let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
+        let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in
+            print("ledger listening on http://\(host):\(port) (\(where_))")
+        }
+        try await app.runService()
+    }
+}

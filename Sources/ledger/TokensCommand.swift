@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import LedgerPostgres
+
+/// `ledger tokens create|list|revoke`: the API's bearer tokens.
+struct TokensCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokens", abstract: "Manage API tokens.", subcommands: [Create.self, List.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a token; prints its secret once, alone on stdout.")
+        @Option(help: "The token's name (recorded as the actor of the events it posts).") var name: String
+        @Option(help: "Comma-separated: events:write, events:read, finance:read.") var scopes: String
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let scopes = try scopes.split(separator: ",").map { raw in
+                let text = raw.trimmingCharacters(in: .whitespaces)
+                guard let scope = Scope(rawValue: text) else { throw ValidationError(TokenError.unknownScope(text).description) }
+                return scope
+            }
+            let (name, scopeList) = (name, scopes)
+            let secret = try await database.withMigratedClient { client in
+                try await TokenStore(client: client).create(name: name, scopes: scopeList)
+            }
+            print(secret)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List tokens (never their secrets).")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let tokens = try await database.withMigratedClient { client in try await TokenStore(client: client).list() }
+            print(Table(["NAME", "SCOPES", "CREATED", "REVOKED"], tokens.map { token in
+                [token.name, token.scopes.map(\.rawValue).joined(separator: ","),
+                 RFC3339Text(token.createdAt), token.revokedAt.map(RFC3339Text) ?? "-"]
+            }).rendered)
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a token; its next request is refused.")
+        @Argument(help: "The token's name.") var name: String
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let name = name
+            try await database.withMigratedClient { client in try await TokenStore(client: client).revoke(name: name) }
+            print("revoked \(name)")
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import NIOCore
+
+/// Drives the real router against a fresh database, with one token per scope (and one with all).
+struct API {
+    let client: any TestClientProtocol
+    let ledger: Ledger
+    let tokens: TokenStore
+    /// Secrets by token name: "writer" (events:write), "reader" (events:read), "finance" (finance:read), "all".
+    let secrets: [String: String]
+
+    struct Answer {
+        let status: HTTPResponse.Status
+        let headers: HTTPFields
+        let bodyText: String
+        var json: JSONValue { (try? JSONValue(parsing: Array(bodyText.utf8))) ?? .null }
+        var errorCode: String? {
+            if case .string(let code)? = json["error"]?["code"] { code } else { nil }
+        }
+    }
+
+    static func run(_ body: @Sendable @escaping (API) async throws -> Void) async throws {
+        try await TestDatabase.withClient { client in
+            let ledger = Ledger(client: client)
+            let tokens = TokenStore(client: client)
+            var secrets: [String: String] = [:]
+            for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases)] {
+                secrets[name] = try await tokens.create(name: name, scopes: scopes)
+            }
+            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: tokens))
+            let frozen = secrets
+            try await app.test(.router) { client in
+                try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: frozen))
+            }
+        }
+    }
+
+    func request(
+        _ method: HTTPRequest.Method, _ uri: String, token: String? = "all", body: String? = nil,
+        contentType: String? = "application/json", headers extra: HTTPFields = [:]
+    ) async throws -> Answer {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer " + (secrets[token] ?? token) }
+        if body != nil, let contentType { headers[.contentType] = contentType }
+        return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
+            Answer(status: response.status, headers: response.headers, bodyText: String(buffer: response.body))
+        }
+    }
+
+    func post(_ orderId: String, _ body: JSONValue, token: String? = "all", headers: HTTPFields = [:]) async throws -> Answer {
+        try await request(.post, "/v1/orders/\(orderId)/events", token: token, body: body.canonicalJSON, headers: headers)
+    }
+
+    func post(_ orderId: String, _ event: Submission, token: String? = "all") async throws -> Answer {
+        try await post(orderId, event.json, token: token)
+    }
+
+    func get(_ uri: String, token: String? = "all") async throws -> Answer {
+        try await request(.get, uri, token: token)
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("HTTP: the feed, operations and the OpenAPI document")
+struct FeedAndDocumentTests {
+    @Test func pagingTheFeedWhileWritersRunCollectsEveryEventExactlyOnce() async throws {
+        try await API.run { api in
+            let writing = Task {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for writer in 0..<6 {
+                        group.addTask {
+                            for event in Lifecycle().happyPath {
+                                let answer = try await api.post("order-\(writer)", event, token: "writer")
+                                guard answer.status == .created else { throw APIError.invalidRequest(field: "-", answer.bodyText) }
+                            }
+                            return 6
+                        }
+                    }
+                    return try await group.reduce(0, +)
+                }
+            }
+            var seen: [JSONValue] = []
+            var after = "0"
+            func drain() async throws {
+                while true {
+                    let page = try await api.get("/v1/events?after=\(after)&limit=4", token: "reader")
+                    guard page.status == .ok, case .array(let events)? = page.json["events"], !events.isEmpty else { return }
+                    seen += events.compactMap { $0["eventId"] }
+                    if case .int(let next)? = page.json["next"] { after = String(next) }
+                }
+            }
+            let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline {
+                try await drain()
+                if try await api.ledger.store.count("events") == 36 { break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(try await writing.value == 36)
+            try await drain()
+            #expect(seen.count == 36)
+            #expect(Set(seen).count == 36)
+        }
+    }
+
+    @Test func healthReadinessMetricsAndTheDocumentNeedNoToken() async throws {
+        try await API.run { api in
+            _ = try await api.post("order-1", Lifecycle().created)
+            #expect(try await api.get("/healthz", token: nil).status == .ok)
+            #expect(try await api.get("/readyz", token: nil).json == ["status": "ready"])
+            let metrics = try await api.get("/metrics", token: nil)
+            #expect(metrics.status == .ok)
+            #expect(metrics.bodyText.contains("ledger_events_appended_total"))
+            _ = try await api.post("order-1", ["eventId": "not-a-uuid", "type": "order.finished"])
+            #expect(try await api.get("/metrics", token: nil).bodyText.contains("ledger_refusals_total"))
+            let document = try await api.get("/openapi.yaml", token: nil)
+            #expect(document.status == .ok && document.bodyText.hasPrefix("openapi: 3.1"))
+        }
+    }
+
+    /// The document is kept true: every route the router has, and every error code the API answers with, is in it.
+    @Test func theOpenAPIDocumentListsEveryRouteAndErrorCode() async throws {
+        try await API.run { api in
+            let document = try await api.get("/openapi.yaml", token: nil).bodyText
+            let router = LedgerApplication.router(ledger: api.ledger, tokens: api.tokens)
+            for route in router.routes {
+                let path = route.path.description
+                let methods = Self.methods(of: path, in: document)
+                #expect(methods.contains("\(route.method)".lowercased()), "\(route.method) \(path) is missing from openapi.yaml")
+            }
+            for code in APIError.allCodes {
+                #expect(document.contains(code), "error code \(code) is missing from openapi.yaml")
+            }
+        }
+    }
+
+    /// The operations the document lists under `path` (its four-space-indented keys).
+    static func methods(of path: String, in document: String) -> Set<String> {
+        let lines = document.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(of: "  \(path):") else { return [] }
+        var methods = Set<String>()
+        for line in lines[(start + 1)...] {
+            if line.hasPrefix("  ") && !line.hasPrefix("   ") { break }
+            if line.hasPrefix("    ") && !line.hasPrefix("     "), line.hasSuffix(":") {
+                methods.insert(String(line.dropFirst(4).dropLast()))
+            }
+        }
+        return methods
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Logging
+import PostgresNIO
+import Testing
+
+@Suite("Event store: the global feed never skips")
+struct EventFeedTests {
+    /// Pages the feed from `cursor` to its current end.
+    static func drain(_ store: EventStore, from cursor: inout Int64?, pageSize: Int = 3) async throws -> [StoredEvent] {
+        var seen: [StoredEvent] = []
+        while true {
+            let page = try await store.readAll(after: cursor, limit: pageSize)
+            guard let last = page.last else { return seen }
+            seen += page
+            cursor = last.position
+        }
+    }
+
+    @Test func aTransactionThatTookALowerPositionAndCommitsLaterIsStillRead() async throws {
+        try await TestDatabase.withClient { client in
+            let store = EventStore(client: client)
+            let logger = Logger(label: "test")
+            let aHasAppended = AsyncStream.makeStream(of: Void.self)
+            let mayCommit = AsyncStream.makeStream(of: Void.self)
+
+            // A: takes a position inside an open transaction, then waits.
+            let writerA = Task {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query(
+                        """
+                        INSERT INTO events (order_id, version, event_id, type, data, recorded_at)
+                        VALUES ('order-a', 1, \(UUID()), 'a', '{}', now())
+                        """, logger: logger)
+                    aHasAppended.continuation.yield()
+                    for await _ in mayCommit.stream { break }
+                }
+            }
+            for await _ in aHasAppended.stream { break }
+
+            // B: a higher position, committed first.
+            let b = try await store.append(to: "order-b", events: [StoreFixtures.event("b")])
+            var cursor: Int64?
+            let beforeA = try await Self.drain(store, from: &cursor)
+            #expect(beforeA.isEmpty, "B must wait behind A's open transaction, or A would be skipped")
+
+            mayCommit.continuation.yield()
+            try await writerA.value
+            let afterA = try await Self.drain(store, from: &cursor)
+            #expect(afterA.map(\.type) == ["a", "b"])
+            #expect(afterA[0].position < b.events[0].position)
+        }
+    }
+
+    @Test func aReaderPagingWhileManyWritersRaceSeesEveryEventExactlyOnce() async throws {
+        try await TestDatabase.withClient { client in
+            let store = EventStore(client: client)
+            let writers = 12, appendsPerWriter = 20
+            let finished = Flag()
+            let writing = Task {
+                defer { Task { await finished.set() } }
+                return try await withThrowingTaskGroup(of: [UUID].self) { group in
+                    for writer in 0..<writers {
+                        group.addTask {
+                            var ids: [UUID] = []
+                            for n in 0..<appendsPerWriter {
+                                let batch = (0..<Int.random(in: 1...3)).map { _ in StoreFixtures.event("w\(writer)", n) }
+                                // Half the writers share orders, so stream locks and feed order interleave.
+                                _ = try await store.append(to: "order-\(writer % 6)-\(n % 4)", events: batch)
+                                ids += batch.map(\.eventId)
+                                try await Task.sleep(for: .milliseconds(Int.random(in: 0...3)))
+                            }
+                            return ids
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0 += $1 }
+                }
+            }
+            var cursor: Int64?
+            var seen: [StoredEvent] = []
+            while await !finished.isSet {
+                seen += try await Self.drain(store, from: &cursor, pageSize: 7)
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            let written = try await writing.value
+            seen += try await Self.drain(store, from: &cursor, pageSize: 7)
+
+            #expect(seen.count == written.count)
+            #expect(Set(seen.map(\.eventId)) == Set(written))
+            #expect(Set(seen.map(\.eventId)).count == seen.count, "no event may be read twice")
+        }
+    }
+
+    @Test func anUnknownCursorIsRefused() async throws {
+        try await TestDatabase.withClient { client in
+            let store = EventStore(client: client)
+            await #expect(throws: EventStoreError.unknownPosition(42)) {
+                try await store.readAll(after: 42, limit: 10)
+            }
+        }
+    }
+}
+
+/// Set once, read many times across tasks.
+actor Flag {
+    private(set) var isSet = false
+    func set() { isSet = true }
+}

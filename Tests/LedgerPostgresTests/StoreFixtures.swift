@@ -1,0 +1,24 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+
+/// Small builders for store-level tests: the store does not care what the events mean.
+enum StoreFixtures {
+    static func event(_ type: String = "test.happened", _ payload: Int = 0, id: UUID = UUID()) -> NewEvent {
+        NewEvent(eventId: id, type: type, data: .object(["n": .int(Int64(payload))]), metadata: .object(["actor": "test"]))
+    }
+
+    static func orderId(_ label: String = "order") -> String {
+        "\(label)-\(UUID().uuidString.prefix(8))"
+    }
+}
+
+/// Counts rows, for tests that check a refused request wrote nothing.
+extension LedgerPostgres.EventStore {
+    func count(_ table: String) async throws -> Int {
+        for try await count in try await client.query("SELECT count(*)::int8 FROM \(unescaped: table)").decode(Int.self) {
+            return count
+        }
+        return 0
+    }
+}

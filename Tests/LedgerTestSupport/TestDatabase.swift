@@ -1,0 +1,74 @@
+import Foundation
+import LedgerPostgres
+import Logging
+import PostgresNIO
+
+/// The tests' PostgreSQL: one embedded cluster per test process, started on first use (and stopped when the
+/// process exits, if we started it), and a fresh database for each test, cloned from a migrated template.
+/// No PostgreSQL on the machine means every storage test fails with the reason — never a silent skip.
+public enum TestDatabase {
+    /// `LEDGER_TEST_DATA_DIR`, default a fixed directory under /tmp (reused across runs, so only the first pays initdb).
+    static let dataDirectory = URL(fileURLWithPath:
+        ProcessInfo.processInfo.environment["LEDGER_TEST_DATA_DIR"] ?? "/tmp/orderledger-test-\(geteuid())")
+
+    static let template = "ledger_template"
+
+    /// Started once per process; every test awaits the same task.
+    static let cluster = Task<EmbeddedPostgres, any Error> {
+        let cluster = EmbeddedPostgres(dataDirectory: dataDirectory)
+        if try cluster.start() {
+            clusterToStopAtExit = cluster
+            atexit { try? clusterToStopAtExit?.stop() }
+        }
+        try await admin(cluster) { client in
+            try await client.query("DROP DATABASE IF EXISTS \(unescaped: template) WITH (FORCE)")
+            try await client.query("CREATE DATABASE \(unescaped: template)")
+        }
+        try await Database(configuration: cluster.configuration(database: template)).withClient { client in
+            try await Migrator(client: client).migrate()
+        }
+        return cluster
+    }
+
+    nonisolated(unsafe) static var clusterToStopAtExit: EmbeddedPostgres?
+
+    /// Runs `body` against a fresh, migrated database of its own; drops it afterwards.
+    public static func withClient<T: Sendable>(
+        poolSize: Int = 40, _ body: @Sendable @escaping (PostgresClient) async throws -> T
+    ) async throws -> T {
+        let (database, name) = try await fresh(poolSize: poolSize)
+        do {
+            let result = try await database.withClient(body)
+            try await drop(name)
+            return result
+        } catch {
+            try? await drop(name)
+            throw error
+        }
+    }
+
+    /// A fresh migrated database's connection settings, and its name (for `drop`).
+    public static func fresh(poolSize: Int = 40) async throws -> (Database, String) {
+        let cluster = try await cluster.value
+        let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await admin(cluster) { client in
+            try await client.query("CREATE DATABASE \(unescaped: name) TEMPLATE \(unescaped: template)")
+        }
+        var configuration = cluster.configuration(database: name)
+        configuration.options.maximumConnections = poolSize
+        return (Database(configuration: configuration, embedded: cluster), name)
+    }
+
+    public static func drop(_ name: String) async throws {
+        try await admin(try await cluster.value) { client in
+            try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")
+        }
+    }
+
+    /// Statements that must run outside any test database (CREATE/DROP DATABASE).
+    static func admin(_ cluster: EmbeddedPostgres, _ body: @Sendable @escaping (PostgresClient) async throws -> Void) async throws {
+        var configuration = cluster.configuration(database: "postgres")
+        configuration.options.maximumConnections = 2
+        try await Database(configuration: configuration).withClient(body)
+    }
+}

@@ -1,0 +1,9 @@
+/// The numbered SQL files of this directory, embedded in the binary so `ledger` migrates from any directory.
+/// A new migration is a new file here plus a line below and in Package.swift; a test checks the three agree.
+public enum LedgerSchema {
+    public static let files: [(name: String, sql: String)] = [
+        ("001_events.sql", String(decoding: PackageResources._01_events_sql, as: UTF8.self)),
+        ("002_orders.sql", String(decoding: PackageResources._02_orders_sql, as: UTF8.self)),
+        ("003_tokens.sql", String(decoding: PackageResources._03_tokens_sql, as: UTF8.self)),
+    ]
+}
