@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+
+/// Reads the members of one JSON object of event data, refusing unknown members and naming the field in
+/// every refusal. `null` reads as absent.
+struct DataFields {
+    let members: [String: JSONValue]
+    /// Where this object sits, e.g. `data` or `data.amount`.
+    let path: String
+
+    /// `owner` names what the object is in the unknown-field message ("order.created", "an amount").
+    init(_ value: JSONValue, path: String, owner: String, allowing allowed: Set<String>) throws(EventValidationError) {
+        guard case .object(let members) = value else {
+            throw .invalidField(field: path, message: "\(path) must be a JSON object")
+        }
+        let unknown = members.keys.filter { !allowed.contains($0) }
+        if let first = unknown.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            throw .invalidField(field: "\(path).\(first)", message: "\(path).\(first) is not a field of \(owner)")
+        }
+        self.members = members
+        self.path = path
+    }
+
+    func name(_ key: String) -> String { "\(path).\(key)" }
+
+    func refuse(_ key: String, _ rule: String) -> EventValidationError {
+        .invalidField(field: name(key), message: "\(name(key)) \(rule)")
+    }
+
+    func value(_ key: String) -> JSONValue? {
+        guard let value = members[key], value != .null else { return nil }
+        return value
+    }
+
+    /// Turns an absent optional into a refusal.
+    func required<Value>(
+        _ key: String, _ read: (String) throws(EventValidationError) -> Value?
+    ) throws(EventValidationError) -> Value {
+        guard let value = try read(key) else { throw refuse(key, "is required") }
+        return value
+    }
+
+    // MARK: Scalars
+
+    func string(_ key: String) throws(EventValidationError) -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value else { throw refuse(key, "must be a string") }
+        // PostgreSQL cannot store NUL in text or jsonb, and no legitimate id or message holds one.
+        guard !text.unicodeScalars.contains("\u{0}") else { throw refuse(key, "must not contain NUL characters") }
+        return text
+    }
+
+    /// A string of `length` characters; `printable` also refuses control characters.
+    func text(_ key: String, length: ClosedRange<Int>, printable: Bool = false) throws(EventValidationError) -> String? {
+        guard let text = try string(key) else { return nil }
+        guard length.contains(text.count) else {
+            throw refuse(key, "must be \(length.lowerBound) to \(length.upperBound) characters long")
+        }
+        if printable, text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw refuse(key, "must not contain control characters")
+        }
+        return text
+    }
+
+    /// An id of the ledger's id alphabet (see `Identifier`).
+    func id(_ key: String) throws(EventValidationError) -> String? {
+        guard let text = try string(key) else { return nil }
+        guard Identifier.isValid(text) else { throw refuse(key, Identifier.rule) }
+        return text
+    }
+
+    /// An integer in `range`; `rule` says what is expected when it is not (a fraction such as 1.5 is not).
+    func integer(_ key: String, in range: ClosedRange<Int64>, rule: String? = nil) throws(EventValidationError) -> Int64? {
+        guard let value = value(key) else { return nil }
+        guard case .int(let number) = value, range.contains(number) else {
+            throw refuse(key, rule ?? "must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    /// A quantity of items: 1 to 1000, 1 when absent.
+    func quantity(_ key: String) throws(EventValidationError) -> Int {
+        Int(try integer(key, in: 1...1000) ?? 1)
+    }
+
+    func bool(_ key: String) throws(EventValidationError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let flag) = value else { throw refuse(key, "must be true or false") }
+        return flag
+    }
+
+    func choice<Choice: RawRepresentable<String> & CaseIterable>(
+        _ key: String, _ type: Choice.Type
+    ) throws(EventValidationError) -> Choice? {
+        guard let text = try string(key) else { return nil }
+        guard let choice = Choice(rawValue: text) else {
+            throw refuse(key, "must be one of " + Choice.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return choice
+    }
+
+    func uuid(_ key: String) throws(EventValidationError) -> UUID? {
+        guard let text = try string(key) else { return nil }
+        guard let uuid = UUID(uuidString: text) else { throw refuse(key, "must be a UUID") }
+        return uuid
+    }
+
+    func time(_ key: String) throws(EventValidationError) -> Date? {
+        guard let text = try string(key) else { return nil }
+        guard let date = EventTime.parse(text) else {
+            throw refuse(key, "must be an RFC 3339 time with an offset, e.g. 2026-11-22T13:05:09Z")
+        }
+        return date
+    }
+
+    // MARK: Composites
+
+    /// `{"value": minor units ≥ 0, "currency": "USD"}`.
+    func money(_ key: String) throws(EventValidationError) -> Money? {
+        guard let value = value(key) else { return nil }
+        let money = try DataFields(value, path: name(key), owner: "an amount", allowing: ["value", "currency"])
+        let minorUnits = try money.required("value") { key throws(EventValidationError) in
+            try money.integer(key, in: 0...Int64.max, rule: "must be a whole number of minor units, 0 or more")
+        }
+        let currency = try money.required("currency", money.string)
+        guard currency.utf8.count == 3, currency.utf8.allSatisfy({ (65...90).contains($0) }) else {
+            throw money.refuse("currency", "must be 3 upper-case letters (ISO 4217)")
+        }
+        return Money(value: minorUnits, currency: currency)
+    }
+
+    /// Any JSON object, free of NUL characters (which PostgreSQL's jsonb refuses).
+    func object(_ key: String) throws(EventValidationError) -> JSONValue? {
+        guard let value = value(key) else { return nil }
+        guard case .object = value else { throw refuse(key, "must be a JSON object") }
+        guard !Self.containsNul(value) else { throw refuse(key, "must not contain NUL characters") }
+        return value
+    }
+
+    private static func containsNul(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): text.unicodeScalars.contains("\u{0}")
+        case .array(let elements): elements.contains(where: containsNul)
+        case .object(let members): members.contains { $0.key.unicodeScalars.contains("\u{0}") || containsNul($0.value) }
+        case .null, .bool, .int, .double: false
+        }
+    }
+
+    /// The SHA-256 of a receipt, from the receipt itself (`receipt`) or as given (`receiptSha256`), never both.
+    func receiptSha256() throws(EventValidationError) -> String? {
+        let receipt = try string("receipt")
+        let given = try string("receiptSha256")
+        if let receipt {
+            guard given == nil else {
+                throw refuse("receipt", "and \(name("receiptSha256")) cannot both be given: the ledger keeps only the receipt's SHA-256")
+            }
+            guard (1...65_536).contains(receipt.utf8.count) else {
+                throw refuse("receipt", "must be 1 to 65536 bytes of UTF-8")
+            }
+            return SHA256.hash(data: Data(receipt.utf8)).map { byte in
+                let hex = String(byte, radix: 16)
+                return byte < 16 ? "0" + hex : hex
+            }.joined()
+        }
+        guard let given else { return nil }
+        let isHex = given.utf8.count == 64 && given.utf8.allSatisfy { byte in
+            (48...57).contains(byte) || (97...102).contains(byte) || (65...70).contains(byte)
+        }
+        guard isHex else { throw refuse("receiptSha256", "must be 64 hexadecimal digits (a SHA-256)") }
+        return given.lowercased()
+    }
+}

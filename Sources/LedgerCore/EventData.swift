@@ -1,0 +1,69 @@
+import Foundation
+
+extension OrderEvent {
+    /// The event's data as stored: defaults filled in, absent optionals left out, the receipt replaced by its
+    /// SHA-256, UUIDs lower-case, times in UTC. `OrderEvent(type: type.rawValue, data: data)` gives this event back.
+    public var data: JSONValue {
+        var members: [String: JSONValue]
+        switch self {
+        case .created(let created):
+            members = [
+                "accountId": .string(created.accountId),
+                "productId": .string(created.productId),
+                "quantity": .int(Int64(created.quantity)),
+                "amount": .money(created.amount),
+                "provider": .string(created.provider.rawValue),
+                "environment": .string(created.environment.rawValue),
+            ]
+            members["appAccountToken"] = created.appAccountToken.map(JSONValue.uuid)
+        case .paymentQueued(let queued):
+            members = [:]
+            members["appAccountToken"] = queued.appAccountToken.map(JSONValue.uuid)
+            members["applicationUsername"] = queued.applicationUsername.map(JSONValue.string)
+        case .receiptReceived(let receipt):
+            members = ["transactionId": .string(receipt.transactionId), "source": .string(receipt.source.rawValue)]
+            members["originalTransactionId"] = receipt.originalTransactionId.map(JSONValue.string)
+            members["submittedBy"] = receipt.submittedBy.map(JSONValue.string)
+            members["receiptSha256"] = receipt.receiptSha256.map(JSONValue.string)
+        case .receiptVerified(let verified):
+            members = [
+                "transactionId": .string(verified.transactionId),
+                "productId": .string(verified.productId),
+                "quantity": .int(Int64(verified.quantity)),
+                "environment": .string(verified.environment.rawValue),
+                "purchasedAt": .time(verified.purchasedAt),
+            ]
+            members["price"] = verified.price.map(JSONValue.money)
+        case .verificationFailed(let failure):
+            members = ["code": .string(failure.code), "retryable": .bool(failure.retryable)]
+            members["message"] = failure.message.map(JSONValue.string)
+        case .granted(let grant):
+            members = ["transactionId": .string(grant.transactionId), "accountId": .string(grant.accountId)]
+            members["items"] = grant.items
+        case .finished(let finish):
+            members = ["by": .string(finish.by.rawValue)]
+        case .cancelled(let cancel):
+            members = ["reason": .string(cancel.reason.rawValue)]
+        case .refunded(let refund):
+            members = ["transactionId": .string(refund.transactionId)]
+            members["amount"] = refund.amount.map(JSONValue.money)
+            members["reason"] = refund.reason.map(JSONValue.string)
+            members["refundedAt"] = refund.refundedAt.map(JSONValue.time)
+        }
+        return .object(members)
+    }
+}
+
+extension JSONValue {
+    fileprivate static func money(_ money: Money) -> JSONValue {
+        .object(["value": .int(money.value), "currency": .string(money.currency)])
+    }
+
+    fileprivate static func uuid(_ uuid: UUID) -> JSONValue {
+        .string(uuid.uuidString.lowercased())
+    }
+
+    fileprivate static func time(_ date: Date) -> JSONValue {
+        .string(EventTime.format(date))
+    }
+}

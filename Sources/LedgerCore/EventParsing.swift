@@ -1,0 +1,128 @@
+import Foundation
+
+extension OrderEvent {
+    /// Parses and validates a posted (or stored) event: a known type, data an object with only that type's
+    /// fields, every field well-formed. Throws naming the first bad field.
+    public init(type: String, data: JSONValue) throws(EventValidationError) {
+        guard let eventType = EventType(rawValue: type) else { throw .unknownEventType(type) }
+        let fields = try DataFields(data, path: "data", owner: type, allowing: Self.fieldNames(of: eventType))
+        switch eventType {
+        case .orderCreated: self = .created(try OrderCreated(fields))
+        case .paymentQueued: self = .paymentQueued(try PaymentQueued(fields))
+        case .receiptReceived: self = .receiptReceived(try ReceiptReceived(fields))
+        case .receiptVerified: self = .receiptVerified(try ReceiptVerified(fields))
+        case .verificationFailed: self = .verificationFailed(try VerificationFailed(fields))
+        case .orderGranted: self = .granted(try OrderGranted(fields))
+        case .orderFinished: self = .finished(try OrderFinished(fields))
+        case .orderCancelled: self = .cancelled(try OrderCancelled(fields))
+        case .orderRefunded: self = .refunded(try OrderRefunded(fields))
+        }
+    }
+
+    /// The members each event type's data may have (`receipt` is read, hashed and dropped).
+    static func fieldNames(of type: EventType) -> Set<String> {
+        switch type {
+        case .orderCreated: ["accountId", "productId", "quantity", "amount", "provider", "environment", "appAccountToken"]
+        case .paymentQueued: ["appAccountToken", "applicationUsername"]
+        case .receiptReceived: ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256"]
+        case .receiptVerified: ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price"]
+        case .verificationFailed: ["code", "retryable", "message"]
+        case .orderGranted: ["transactionId", "accountId", "items"]
+        case .orderFinished: ["by"]
+        case .orderCancelled: ["reason"]
+        case .orderRefunded: ["transactionId", "amount", "reason", "refundedAt"]
+        }
+    }
+}
+
+// Each payload reads its fields in declaration order, so the first bad field is the one reported.
+
+extension OrderCreated {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            accountId: try data.required("accountId", data.id),
+            productId: try data.required("productId", data.id),
+            quantity: try data.quantity("quantity"),
+            amount: try data.required("amount", data.money),
+            provider: try data.required("provider") { key throws(EventValidationError) in try data.choice(key, Provider.self) },
+            environment: try data.choice("environment", PurchaseEnvironment.self) ?? .production,
+            appAccountToken: try data.uuid("appAccountToken"))
+    }
+}
+
+extension PaymentQueued {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            appAccountToken: try data.uuid("appAccountToken"),
+            applicationUsername: try data.text("applicationUsername", length: 1...256))
+    }
+}
+
+extension ReceiptReceived {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            transactionId: try data.required("transactionId", data.id),
+            originalTransactionId: try data.id("originalTransactionId"),
+            source: try data.choice("source", ReceiptSource.self) ?? .client,
+            submittedBy: try data.id("submittedBy"),
+            receiptSha256: try data.receiptSha256())
+    }
+}
+
+extension ReceiptVerified {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            transactionId: try data.required("transactionId", data.id),
+            productId: try data.required("productId", data.id),
+            quantity: try data.quantity("quantity"),
+            environment: try data.required("environment") { key throws(EventValidationError) in
+                try data.choice(key, PurchaseEnvironment.self)
+            },
+            purchasedAt: try data.required("purchasedAt", data.time),
+            price: try data.money("price"))
+    }
+}
+
+extension VerificationFailed {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            code: try data.required("code") { key throws(EventValidationError) in
+                try data.text(key, length: 1...64, printable: true)
+            },
+            retryable: try data.required("retryable", data.bool),
+            message: try data.text("message", length: 0...1024))
+    }
+}
+
+extension OrderGranted {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            transactionId: try data.required("transactionId", data.id),
+            accountId: try data.required("accountId", data.id),
+            items: try data.object("items"))
+    }
+}
+
+extension OrderFinished {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(by: try data.choice("by", FinishedBy.self) ?? .client)
+    }
+}
+
+extension OrderCancelled {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(reason: try data.required("reason") { key throws(EventValidationError) in
+            try data.choice(key, CancelReason.self)
+        })
+    }
+}
+
+extension OrderRefunded {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            transactionId: try data.required("transactionId", data.id),
+            amount: try data.money("amount"),
+            reason: try data.text("reason", length: 0...256),
+            refundedAt: try data.time("refundedAt"))
+    }
+}

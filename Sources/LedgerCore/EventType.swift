@@ -1,0 +1,12 @@
+/// The names of the facts an order's stream can hold, as they appear in the API and in the event store.
+public enum EventType: String, Sendable, Hashable, Codable, CaseIterable {
+    case orderCreated = "order.created"
+    case paymentQueued = "payment.queued"
+    case receiptReceived = "receipt.received"
+    case receiptVerified = "receipt.verified"
+    case verificationFailed = "verification.failed"
+    case orderGranted = "order.granted"
+    case orderFinished = "order.finished"
+    case orderCancelled = "order.cancelled"
+    case orderRefunded = "order.refunded"
+}

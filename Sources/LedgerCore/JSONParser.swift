@@ -1,0 +1,228 @@
+/// Why a text is not JSON, and where (a byte offset).
+public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var offset: Int
+    public var reason: String
+
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+}
+
+/// A strict RFC 8259 parser, so what the ledger accepts is exactly JSON: no trailing commas, no duplicate keys
+/// (whose meaning parsers disagree on), UTF-8 only, nesting at most 512 deep. Integers without a fraction or
+/// exponent that fit in an `Int64` stay `.int`; every other number is a finite `.double`.
+struct JSONParser {
+    static let maximumDepth = 512
+
+    private let bytes: [UInt8]
+    private var index = 0
+
+    static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        let value = try parser.value(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
+        return value
+    }
+
+    private init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    private func error(_ reason: String) -> JSONSyntaxError {
+        JSONSyntaxError(offset: index, reason: reason)
+    }
+
+    private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private mutating func skipWhitespace() {
+        while let byte = current, byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { index += 1 }
+    }
+
+    private mutating func expect(_ byte: UInt8, _ what: String) throws(JSONSyntaxError) {
+        skipWhitespace()
+        guard current == byte else { throw error("expected \(what)") }
+        index += 1
+    }
+
+    private mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+        guard depth < Self.maximumDepth else { throw error("nested deeper than \(Self.maximumDepth)") }
+        skipWhitespace()
+        guard let byte = current else { throw error("unexpected end of text") }
+        switch byte {
+        case UInt8(ascii: "{"): return try object(depth: depth)
+        case UInt8(ascii: "["): return try array(depth: depth)
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func literal(_ word: String) throws(JSONSyntaxError) {
+        for byte in word.utf8 {
+            guard current == byte else { throw error("expected \(word)") }
+            index += 1
+        }
+    }
+
+    private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+        index += 1  // {
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if current == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let keyOffset = index
+            let key = try string()
+            guard members[key] == nil else { throw JSONSyntaxError(offset: keyOffset, reason: "duplicate member \(key)") }
+            try expect(UInt8(ascii: ":"), "':'")
+            members[key] = try value(depth: depth + 1)
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"): index += 1; return .object(members)
+            default: throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func array(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+        index += 1  // [
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if current == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try value(depth: depth + 1))
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"): index += 1; return .array(elements)
+            default: throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func number() throws(JSONSyntaxError) -> JSONValue {
+        let start = index
+        func digits(_ parser: inout JSONParser) -> Int {
+            let from = parser.index
+            while let byte = parser.current, (0x30...0x39).contains(byte) { parser.index += 1 }
+            return parser.index - from
+        }
+        if current == UInt8(ascii: "-") { index += 1 }
+        if current == UInt8(ascii: "0") {
+            index += 1
+        } else if digits(&self) == 0 {
+            throw error("expected a digit")
+        }
+        var isInteger = true
+        if current == UInt8(ascii: ".") {
+            index += 1
+            isInteger = false
+            guard digits(&self) > 0 else { throw error("expected a digit after '.'") }
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            index += 1
+            isInteger = false
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
+            guard digits(&self) > 0 else { throw error("expected a digit in the exponent") }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let integer = Int64(text) { return .int(integer) }
+        guard let double = Double(text), double.isFinite else {
+            throw JSONSyntaxError(offset: start, reason: "number out of range")
+        }
+        return .double(double)
+    }
+
+    private mutating func string() throws(JSONSyntaxError) -> String {
+        index += 1  // opening quote
+        let start = index
+        // Find the closing quote; the bytes between are UTF-8 with JSON escapes.
+        while true {
+            guard let byte = current else { throw error("unterminated string") }
+            if byte == UInt8(ascii: "\"") { break }
+            guard byte >= 0x20 else { throw error("control character in string") }
+            index += (byte == UInt8(ascii: "\\")) ? 2 : 1
+        }
+        let end = index
+        index += 1  // closing quote
+
+        var scalars: [Unicode.Scalar] = []
+        var iterator = bytes[start..<end].makeIterator()
+        var utf8 = UTF8()
+        while true {
+            switch utf8.decode(&iterator) {
+            case .scalarValue(let scalar): scalars.append(scalar)
+            case .emptyInput: return try unescape(scalars, at: start)
+            case .error: throw JSONSyntaxError(offset: start, reason: "string is not valid UTF-8")
+            }
+        }
+    }
+
+    private func unescape(_ scalars: [Unicode.Scalar], at offset: Int) throws(JSONSyntaxError) -> String {
+        func failure(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(offset: offset, reason: reason) }
+        func hex4(_ position: Int) throws(JSONSyntaxError) -> UInt32 {
+            guard position + 4 <= scalars.count else { throw failure("short \\u escape") }
+            var value: UInt32 = 0
+            for scalar in scalars[position..<position + 4] {
+                guard scalar.isASCII, let digit = Character(scalar).hexDigitValue else { throw failure("bad \\u escape") }
+                value = value * 16 + UInt32(digit)
+            }
+            return value
+        }
+        var text = String.UnicodeScalarView()
+        var position = 0
+        while position < scalars.count {
+            let scalar = scalars[position]
+            position += 1
+            guard scalar == "\\" else {
+                text.append(scalar)
+                continue
+            }
+            guard position < scalars.count else { throw failure("unterminated escape") }
+            let escape = scalars[position]
+            position += 1
+            switch escape {
+            case "\"": text.append("\"")
+            case "\\": text.append("\\")
+            case "/": text.append("/")
+            case "b": text.append("\u{08}")
+            case "f": text.append("\u{0C}")
+            case "n": text.append("\n")
+            case "r": text.append("\r")
+            case "t": text.append("\t")
+            case "u":
+                var code = try hex4(position)
+                position += 4
+                if (0xD800...0xDBFF).contains(code) {
+                    guard position + 1 < scalars.count, scalars[position] == "\\", scalars[position + 1] == "u" else {
+                        throw failure("unpaired surrogate")
+                    }
+                    let low = try hex4(position + 2)
+                    guard (0xDC00...0xDFFF).contains(low) else { throw failure("unpaired surrogate") }
+                    position += 6
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                }
+                guard let decoded = Unicode.Scalar(code) else { throw failure("unpaired surrogate") }
+                text.append(decoded)
+            default:
+                throw failure("unknown escape \\\(escape)")
+            }
+        }
+        return String(text)
+    }
+}

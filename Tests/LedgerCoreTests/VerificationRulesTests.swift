@@ -1,0 +1,67 @@
+import Foundation
+import LedgerCore
+import Testing
+
+@Suite("receipt.verified, verification.failed")
+struct VerificationRulesTests {
+    @Test(arguments: [OrderState.receiptReceived, .verificationFailed])
+    func verificationMovesTheOrderToVerified(state: OrderState) {
+        #expect(record(Sample.verified(), in: state).state == .verified)
+    }
+
+    @Test(arguments: OrderState.all(except: .receiptReceived, .verificationFailed))
+    func verificationWithoutAPendingReceiptIsRefused(state: OrderState) {
+        #expect(record(Sample.verified(), in: state).refusal?.code == "invalid_transition")
+    }
+
+    @Test func verificationOfAnotherTransactionIsRefused() {
+        #expect(record(Sample.verified("other-tx"), in: .receiptReceived).refusal
+            == .transactionMismatch(expected: Sample.transactionId, actual: "other-tx"))
+    }
+
+    @Test func verificationOfAnotherProductIsRefused() {
+        #expect(record(Sample.verified(product: "gems.500"), in: .receiptReceived).refusal
+            == .productMismatch(expected: Sample.productId, actual: "gems.500"))
+    }
+
+    @Test func sandboxReceiptForAProductionOrderIsRefused() {
+        #expect(record(Sample.verified(environment: .sandbox), in: .receiptReceived).refusal
+            == .environmentMismatch(expected: .production, actual: .sandbox))
+    }
+
+    @Test func verificationChecksTransactionThenProductThenEnvironment() {
+        let everythingWrong = Sample.verified("other-tx", product: "gems.500", environment: .sandbox)
+        #expect(record(everythingWrong, in: .receiptReceived).refusal?.code == "transaction_mismatch")
+        let productAndEnvironmentWrong = Sample.verified(product: "gems.500", environment: .sandbox)
+        #expect(record(productAndEnvironmentWrong, in: .receiptReceived).refusal?.code == "product_mismatch")
+    }
+
+    @Test(arguments: [OrderState.receiptReceived, .verificationFailed])
+    func retryableFailureWaitsForAnotherAttempt(state: OrderState) throws {
+        let before = try #require(OrderDecider.fold(Sample.recorded(Sample.history(to: state))))
+        let order = try #require(record(Sample.failed(retryable: true, code: "21009"), in: state).order)
+        #expect(order.state == .verificationFailed)
+        #expect(order.verificationAttempts == before.verificationAttempts + 1)
+        #expect(order.lastErrorCode == "21009")
+    }
+
+    @Test(arguments: [OrderState.receiptReceived, .verificationFailed])
+    func permanentFailureRejectsTheOrder(state: OrderState) throws {
+        let order = try #require(record(Sample.failed(retryable: false, code: "21003"), in: state).order)
+        #expect(order.state == .rejected)
+        #expect(order.lastErrorCode == "21003")
+    }
+
+    @Test(arguments: OrderState.all(except: .receiptReceived, .verificationFailed))
+    func failureWithoutAPendingReceiptIsRefused(state: OrderState) {
+        #expect(record(Sample.failed(retryable: true), in: state).refusal?.code == "invalid_transition")
+    }
+
+    @Test func verificationAfterFailuresKeepsTheAttemptCount() throws {
+        let history = Sample.history(to: .receiptReceived) + [Sample.failed(retryable: true), Sample.failed(retryable: true)]
+        let order = try #require(record(Sample.verified(), after: history).order)
+        #expect(order.state == .verified)
+        #expect(order.verificationAttempts == 2)
+        #expect(order.lastErrorCode == "21005")
+    }
+}
