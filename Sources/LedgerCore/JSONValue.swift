@@ -59,6 +59,12 @@ extension JSONValue {
         return members[key]
     }
 
+    /// The elements of an array; empty when this is not an array.
+    public var elements: [JSONValue] {
+        guard case .array(let elements) = self else { return [] }
+        return elements
+    }
+
     /// Canonical JSON text: keys sorted by their UTF-8 bytes, no whitespace, minimal escaping, integers in
     /// decimal, doubles in Swift's shortest form (non-finite doubles, which JSON cannot hold, as `null`).
     /// What the ledger stores, hashes and compares, so it must be the same bytes for the same value, always.

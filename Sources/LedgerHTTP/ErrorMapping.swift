@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import LedgerCore
 import LedgerPostgres
 import PostgresNIO
@@ -19,6 +20,8 @@ extension APIError {
             self.init(storeError: error)
         case let error as HTTPError:
             self.init(httpError: error)
+        case is NIOTooManyBytesError:  // a body over the limit, cut off while it was being read
+            self.init(httpError: HTTPError(.contentTooLarge))
         case let error where Self.isDatabaseUnavailable(error):
             self.init(.serviceUnavailable, "unavailable", "the database cannot be reached; retry shortly",
                       headers: [.retryAfter: "1"])

@@ -10,7 +10,9 @@ enum DevelopmentToken {
         guard try await tokens.isEmpty() else { return }
         let secret = try await tokens.create(name: name, scopes: Scope.allCases)
         let file = dataDirectory.appendingPathComponent("dev-token")
-        FileManager.default.createFile(atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard FileManager.default.createFile(
+            atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path]) }
         print("development token (all scopes), saved to \(file.path):")
         print(secret)
     }

@@ -83,7 +83,7 @@ struct EventStoreAppendTests {
             let firstRound = await withTaskGroup(of: Result<AppendResult, any Error>.self) { group in
                 for n in 0..<32 {
                     group.addTask {
-                        await Result { try await store.append(to: order, expectedVersion: .exactly(1), events: [StoreFixtures.event("race", n)]) }
+                        await attempt { try await store.append(to: order, expectedVersion: .exactly(1), events: [StoreFixtures.event("race", n)]) }
                     }
                 }
                 return await group.reduce(into: []) { $0.append($1) }

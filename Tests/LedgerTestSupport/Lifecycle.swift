@@ -2,8 +2,8 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 
-/// The events of one order's happy path (created → queued → receipt → verified → granted → finished), with
-/// fresh event ids, for tests at every layer.
+/// The events of one order's happy path (created → queued → receipt → verified → granted → finished), for tests
+/// at every layer. Every access makes a new event id: to post the same event twice, keep the submission.
 public struct Lifecycle: Sendable {
     public var accountId = "acct-1"
     public var productId = "gems.100"

@@ -24,10 +24,17 @@ public enum TestDatabase {
             try await client.query("DROP DATABASE IF EXISTS \(unescaped: template) WITH (FORCE)")
             try await client.query("CREATE DATABASE \(unescaped: template)")
         }
-        try await Database(configuration: cluster.configuration(database: template)).withClient { client in
+        _ = try await Database(configuration: cluster.configuration(database: template)).withClient { client in
             try await Migrator(client: client).migrate()
         }
         return cluster
+    }
+
+    /// Tests log only errors: the pool warns when a test leases a connection a moment before `run()` starts.
+    static var quiet: Logger {
+        var logger = Logger(label: "test.db")
+        logger.logLevel = .error
+        return logger
     }
 
     nonisolated(unsafe) static var clusterToStopAtExit: EmbeddedPostgres?
@@ -38,7 +45,7 @@ public enum TestDatabase {
     ) async throws -> T {
         let (database, name) = try await fresh(poolSize: poolSize)
         do {
-            let result = try await database.withClient(body)
+            let result = try await database.withClient(logger: quiet, body)
             try await drop(name)
             return result
         } catch {
@@ -69,6 +76,6 @@ public enum TestDatabase {
     static func admin(_ cluster: EmbeddedPostgres, _ body: @Sendable @escaping (PostgresClient) async throws -> Void) async throws {
         var configuration = cluster.configuration(database: "postgres")
         configuration.options.maximumConnections = 2
-        try await Database(configuration: configuration).withClient(body)
+        try await Database(configuration: configuration).withClient(logger: quiet, body)
     }
 }

@@ -60,7 +60,9 @@ public struct Migrator: Sendable {
                 continue
             }
             try await connection.withTransaction(logger: logger) { connection in
-                _ = try await connection.simpleQuery(migration.sql).get()
+                for statement in SQLScript.statements(migration.sql) {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await connection.query(
                     "INSERT INTO schema_migrations (name, checksum) VALUES (\(migration.name), \(migration.checksum))",
                     logger: logger)

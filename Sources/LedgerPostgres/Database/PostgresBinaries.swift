@@ -29,35 +29,14 @@ struct PostgresBinaries {
     func run(_ program: String, _ arguments: [String], as user: String?) throws -> (status: Int32, output: String) {
         let candidate = directory.appendingPathComponent(program).path
         let executable = FileManager.default.isExecutableFile(atPath: candidate) ? candidate : "/usr/bin/env"
-        let commandLine = (executable == candidate ? [] : [program]) + arguments
-        let process = Process()
-        if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", user, "--", executable] + commandLine
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = commandLine
-        }
-        // The server inherits nothing of ours; a closed stdin keeps pg_ctl from waiting on a terminal.
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let commandLine = [executable] + (executable == candidate ? [] : [program]) + arguments
+        let argv = user.map { ["/usr/sbin/runuser", "-u", $0, "--"] + commandLine } ?? commandLine
+        // From /, which every user may enter: the server must not start in a directory its user cannot read.
+        return try ChildProcess.run(["/usr/bin/env", "-C", "/"] + argv)
     }
 
     func chown(_ directory: URL, to user: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/chown")
-        process.arguments = [user, directory.path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw EmbeddedPostgresError.commandFailed("chown \(user) \(directory.path)", "exit \(process.terminationStatus)")
-        }
+        let result = try ChildProcess.run(["/bin/chown", user, directory.path])
+        guard result.status == 0 else { throw EmbeddedPostgresError.commandFailed("chown \(user) \(directory.path)", result.output) }
     }
 }

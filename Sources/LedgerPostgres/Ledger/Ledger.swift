@@ -51,12 +51,15 @@ public struct Ledger: Sendable {
         return try submissions.enumerated().map { index, submission in
             guard seen.insert(submission.eventId).inserted else { throw LedgerError.duplicateEventId(submission.eventId) }
             let prefix = submissions.count == 1 ? "" : "events[\(index)]."
-            do {
+            do throws(EventValidationError) {
                 return try OrderEvent(type: submission.type, data: submission.data)
-            } catch .unknownEventType(let type) {
-                throw LedgerError.unknownEventType(field: prefix + "type", type: type)
-            } catch .invalidField(let field, let message) {
-                throw LedgerError.invalidEvent(field: prefix + field, message: prefix + message)
+            } catch {
+                switch error {
+                case .unknownEventType(let type):
+                    throw LedgerError.unknownEventType(field: prefix + "type", type: type)
+                case .invalidField(let field, let message):
+                    throw LedgerError.invalidEvent(field: prefix + field, message: prefix + message)
+                }
             }
         }
     }
