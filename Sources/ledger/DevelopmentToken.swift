@@ -13,7 +13,7 @@ enum DevelopmentToken {
         guard FileManager.default.createFile(
             atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path]) }
-        print("development token (all scopes), saved to \(file.path):")
-        print(secret)
+        announce("development token (all scopes), saved to \(file.path):")
+        announce(secret)
     }
 }

@@ -17,7 +17,6 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        setvbuf(stdout, nil, _IOLBF, 0)  // the token and the address show at once, even when piped to a log
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
@@ -42,7 +41,7 @@ struct ServeCommand: AsyncParsableCommand {
         let ledger = Ledger(client: client, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in
-            print("ledger listening on http://\(host):\(port) (\(where_))")
+            announce("ledger listening on http://\(host):\(port) (\(where_))")
         }
         try await app.runService()
     }
