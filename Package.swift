@@ -31,6 +31,7 @@ let package = Package(
                 .embedInCode("001_events.sql"),
                 .embedInCode("002_orders.sql"),
                 .embedInCode("003_tokens.sql"),
+                .embedInCode("004_audit.sql"),
             ]
         ),
         .target(

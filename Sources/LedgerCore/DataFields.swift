@@ -157,10 +157,7 @@ struct DataFields {
             guard (1...65_536).contains(receipt.utf8.count) else {
                 throw refuse("receipt", "must be 1 to 65536 bytes of UTF-8")
             }
-            return SHA256.hash(data: Data(receipt.utf8)).map { byte in
-                let hex = String(byte, radix: 16)
-                return byte < 16 ? "0" + hex : hex
-            }.joined()
+            return Array(SHA256.hash(data: Data(receipt.utf8))).hex
         }
         guard let given else { return nil }
         let isHex = given.utf8.count == 64 && given.utf8.allSatisfy { byte in

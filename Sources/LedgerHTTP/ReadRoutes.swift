@@ -3,7 +3,7 @@ import Hummingbird
 import LedgerCore
 import LedgerPostgres
 
-/// `/v1/transactions/{id}` ("was this credited?") and `/v1/events` (the global feed).
+/// `/v1/transactions/{id}` ("was this credited?"), `/v1/events` (the global feed) and `/v1/ledger/digest`.
 struct ReadRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
@@ -14,6 +14,15 @@ struct ReadRoutes {
     func register(readers: RouterGroup<Context>) {
         readers.get("transactions/{transactionId}", use: transaction)
         readers.get("events", use: feed)
+        readers.get("ledger/digest", use: digest)
+    }
+
+    /// The latest digest checkpoint (`ledger seal`, or `serve` in the background); 404 before the first.
+    @Sendable func digest(_ request: Request, context: Context) async throws -> Response {
+        guard let checkpoint = try await LedgerDigests(client: ledger.client).latest() else {
+            throw APIError.notFound("no digest has been sealed yet")
+        }
+        return JSONResponse.make(status: .ok, body: checkpoint.json)
     }
 
     @Sendable func transaction(_ request: Request, context: Context) async throws -> Response {

@@ -117,3 +117,16 @@ extension StoredEvent {
         ])
     }
 }
+
+extension DigestCheckpoint {
+    /// The ledger digest an auditor saves: `digest` over the first `eventCount` events of the feed, the last at `position`.
+    public var json: JSONValue {
+        .object([
+            "position": .int(position),
+            "eventCount": .int(eventCount),
+            "digest": .string(digest.hex),
+            "pinned": .string(pinned),
+            "recordedAt": .time(recordedAt),
+        ])
+    }
+}

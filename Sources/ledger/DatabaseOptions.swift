@@ -11,6 +11,7 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Runs `body` with a migrated database; stops the embedded cluster afterwards if this command started it.
     func withMigratedClient<T: Sendable>(_ body: @Sendable @escaping (PostgresClient) async throws -> T) async throws -> T {
+        CommandLogging.bootstrap()
         let (database, startedEmbedded) = try Database.resolve(url: url)
         defer {
             if startedEmbedded { try? database.embedded?.stop() }

@@ -6,6 +6,10 @@ struct LedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger",
         abstract: "An event-sourced order ledger for in-app and server-side payments.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, TokensCommand.self]
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, TokensCommand.self,
+            HistoryCommand.self, RebuildCommand.self, VerifyCommand.self, SealCommand.self, DigestCommand.self,
+            ExportCommand.self,
+        ]
     )
 }

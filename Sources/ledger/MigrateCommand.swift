@@ -8,6 +8,7 @@ struct MigrateCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
+        CommandLogging.bootstrap()
         let (resolved, startedEmbedded) = try Database.resolve(url: database.url)
         defer {
             if startedEmbedded { try? resolved.embedded?.stop() }

@@ -14,14 +14,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (default: $PORT, else 8080).") var port: Int?
     @Option(name: .customLong("pool-size"), help: "Database connections.") var poolSize = 8
+    @Option(name: .customLong("seal-interval"), help: "Seconds between ledger digest checkpoints (0: never).")
+    var sealInterval = 10
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
-            return handler
-        }
+        CommandLogging.bootstrap(defaultLevel: .info)
         let logger = Logger(label: "ledger")
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
         let (resolved, startedEmbedded) = try Database.resolve(url: database.url, poolSize: poolSize)
@@ -37,12 +35,40 @@ struct ServeCommand: AsyncParsableCommand {
                 try await DevelopmentToken.ensure(tokens: TokenStore(client: client), dataDirectory: embedded.dataDirectory)
             }
         }
-        let client = PostgresClient(configuration: resolved.configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: resolved.configuration, backgroundLogger: Database.quieterLogger(logger))
         let ledger = Ledger(client: client, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
         }
-        try await app.runService()
+        let sealInterval = sealInterval
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService() }
+            if sealInterval > 0 {
+                group.addTask { await DigestSealing.run(every: .seconds(sealInterval), client: client, logger: logger) }
+            }
+            // The service ends on SIGTERM/SIGINT; the sealing loop ends with it.
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+/// Checkpoints the ledger digest every `interval` while `serve` runs (see `LedgerDigests.seal`).
+enum DigestSealing {
+    static func run(every interval: Duration, client: PostgresClient, logger: Logger) async {
+        let digests = LedgerDigests(client: client, logger: logger)
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: interval)
+                if let checkpoint = try await digests.seal() {
+                    logger.debug("sealed the ledger digest", metadata: ["pinned": "\(checkpoint.pinned)"])
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("sealing the ledger digest failed: \(error)")
+            }
+        }
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import LedgerPostgres
-import Logging
 import PostgresNIO
 
 /// The tests' PostgreSQL: one embedded cluster per test process, started on first use (and stopped when the
@@ -30,13 +29,6 @@ public enum TestDatabase {
         return cluster
     }
 
-    /// Tests log only errors: the pool warns when a test leases a connection a moment before `run()` starts.
-    static var quiet: Logger {
-        var logger = Logger(label: "test.db")
-        logger.logLevel = .error
-        return logger
-    }
-
     nonisolated(unsafe) static var clusterToStopAtExit: EmbeddedPostgres?
 
     /// Runs `body` against a fresh, migrated database of its own; drops it afterwards.
@@ -45,7 +37,7 @@ public enum TestDatabase {
     ) async throws -> T {
         let (database, name) = try await fresh(poolSize: poolSize)
         do {
-            let result = try await database.withClient(logger: quiet, body)
+            let result = try await database.withClient(body)
             try await drop(name)
             return result
         } catch {
@@ -76,6 +68,6 @@ public enum TestDatabase {
     static func admin(_ cluster: EmbeddedPostgres, _ body: @Sendable @escaping (PostgresClient) async throws -> Void) async throws {
         var configuration = cluster.configuration(database: "postgres")
         configuration.options.maximumConnections = 2
-        try await Database(configuration: configuration).withClient(logger: quiet, body)
+        try await Database(configuration: configuration).withClient(body)
     }
 }

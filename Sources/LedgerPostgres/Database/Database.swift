@@ -31,23 +31,33 @@ public struct Database: Sendable {
         return (Database(configuration: configuration, embedded: embedded), started)
     }
 
-    /// Parses `postgres://user:password@host:port/database`. TLS is not negotiated: the ledger expects its
-    /// database on loopback or a private network.
+    /// Parses `postgres://user:password@host:port/database`, or, for a Unix socket, libpq's
+    /// `postgres://user@/database?host=/socket/directory` (the socket is `<directory>/.s.PGSQL.<port>`). TLS is not
+    /// negotiated: the ledger expects its database on loopback or a private network.
     public static func configuration(fromURL text: String) throws -> PostgresClient.Configuration {
         guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
-              let host = url.host, !host.isEmpty, let user = url.user
+              let user = url.user
         else { throw DatabaseURLError(url: text) }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        let username = user.removingPercentEncoding ?? user
+        let password = url.password?.removingPercentEncoding
+        let port = url.port ?? 5432
+        if let socketDirectory = url.queryItems?.first(where: { $0.name == "host" })?.value, socketDirectory.hasPrefix("/") {
+            return PostgresClient.Configuration(
+                unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: username, password: password,
+                database: database.isEmpty ? nil : database)
+        }
+        guard let host = url.host, !host.isEmpty else { throw DatabaseURLError(url: text) }
         return PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
-            password: url.password?.removingPercentEncoding, database: database.isEmpty ? nil : database, tls: .disable)
+            host: host, port: port, username: username, password: password, database: database.isEmpty ? nil : database,
+            tls: .disable)
     }
 
     /// Runs `body` with a running client, then shuts the client down.
     public func withClient<T: Sendable>(
         logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (PostgresClient) async throws -> T
     ) async throws -> T {
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Self.quieterLogger(logger))
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 await client.run()
@@ -59,9 +69,19 @@ public struct Database: Sendable {
     }
 }
 
+extension Database {
+    /// The pool's own logger: errors only. At lower levels it warns whenever a lease races the start of `run()`,
+    /// which every short command does, and which is harmless (the lease waits for the pool).
+    public static func quieterLogger(_ logger: Logger) -> Logger {
+        var logger = logger
+        logger.logLevel = max(logger.logLevel, .error)
+        return logger
+    }
+}
+
 public struct DatabaseURLError: Error, CustomStringConvertible {
     public let url: String
     public var description: String {
-        "DATABASE_URL must look like postgres://user:password@host:5432/database"
+        "DATABASE_URL must look like postgres://user:password@host:5432/database (or postgres://user@/database?host=/socket/dir)"
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerCore
 import LedgerSchema
 import Logging
 import PostgresNIO
@@ -86,7 +87,7 @@ public struct Migration: Sendable, Hashable {
 
     /// SHA-256 of the file's bytes, hex.
     public var checksum: String {
-        SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        Array(SHA256.hash(data: Data(sql.utf8))).hex
     }
 
     /// Every migration the binary carries, in order.

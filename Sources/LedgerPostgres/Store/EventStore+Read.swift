@@ -48,13 +48,7 @@ extension EventStore {
                 """, logger: logger)
             return try await Self.decode(rows)
         }
-        var cursorXid: String?
-        for try await xid in try await client.query(
-            "SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger
-        ).decode(String.self) {
-            cursorXid = xid
-        }
-        guard let cursorXid else { throw EventStoreError.unknownPosition(position) }
+        let cursorXid = try await transactionId(ofPosition: position)
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM events
@@ -63,6 +57,14 @@ extension EventStore {
             ORDER BY transaction_xid, position LIMIT \(limit)
             """, logger: logger)
         return try await Self.decode(rows)
+    }
+
+    /// The writing transaction of the event at `position` (as text): the first half of a feed cursor.
+    func transactionId(ofPosition position: Int64) async throws -> String {
+        let rows = try await client.query(
+            "SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger)
+        for try await xid in rows.decode(String.self) { return xid }
+        throw EventStoreError.unknownPosition(position)
     }
 
     /// The columns every read selects, in the order `decode` expects.

@@ -66,7 +66,7 @@ public struct EventStore: Sendable {
     ) async throws -> (result: AppendResult, projected: Projected?) {
         do {
             return try await client.withTransaction(logger: logger) { connection in
-                let (current, recordedAt) = try await lockStream(orderId, adding: events.count, on: connection)
+                let (current, recordedAt, lastHash) = try await lockStream(orderId, adding: events.count, on: connection)
                 if let replay = try await storedResult(of: events, for: orderId, on: connection) {
                     throw Replay(result: replay)
                 }
@@ -76,7 +76,8 @@ public struct EventStore: Sendable {
                 let context = AppendContext(
                     connection: connection, orderId: orderId, currentVersion: current, recordedAt: recordedAt, logger: logger)
                 let projected = try await projection(context, events)
-                let appended = try await insert(events, into: orderId, after: current, recordedAt: recordedAt, on: connection)
+                let appended = try await insert(
+                    events, into: orderId, after: current, lastHash: lastHash, recordedAt: recordedAt, on: connection)
                 return (AppendResult(orderId: orderId, events: appended, isReplay: false), projected)
             }
         } catch {
@@ -87,17 +88,20 @@ public struct EventStore: Sendable {
     }
 
     /// Locks the stream row (creating it for a new order) and bumps its version by `count` in one statement.
-    /// Returns the version before the bump and the database clock after the lock was granted, so times within
-    /// one order never go backwards.
-    private func lockStream(_ orderId: String, adding count: Int, on connection: PostgresConnection) async throws -> (Int, Date) {
+    /// Returns the version before the bump, the database clock after the lock was granted (so times within one
+    /// order never go backwards) and the hash of the order's last event, which the new events chain onto.
+    private func lockStream(
+        _ orderId: String, adding count: Int, on connection: PostgresConnection
+    ) async throws -> (version: Int, now: Date, lastHash: [UInt8]?) {
         let rows = try await connection.query(
             """
             INSERT INTO streams AS s (order_id, version) VALUES (\(orderId), \(count))
             ON CONFLICT (order_id) DO UPDATE SET version = s.version + EXCLUDED.version
-            RETURNING s.version - \(count), clock_timestamp()
+            RETURNING s.version - \(count), clock_timestamp(),
+                (SELECT e.hash FROM events e WHERE e.order_id = s.order_id AND e.version = s.version - \(count))
             """, logger: logger)
-        for try await (previous, now) in rows.decode((Int, Date).self) {
-            return (previous, now)
+        for try await (previous, now, lastHash) in rows.decode((Int, Date, ByteBuffer?).self) {
+            return (previous, now, lastHash.map { Array($0.readableBytesView) })
         }
         preconditionFailure("INSERT … RETURNING returns one row")
     }
@@ -128,19 +132,33 @@ public struct EventStore: Sendable {
         return AppendResult(orderId: orderId, events: replayed, isReplay: true)
     }
 
+    /// Inserts the events after version `current`, each sealed onto the chain that ends in `lastHash`.
     private func insert(
-        _ events: [NewEvent], into orderId: String, after current: Int, recordedAt: Date, on connection: PostgresConnection
+        _ events: [NewEvent], into orderId: String, after current: Int, lastHash: [UInt8]?, recordedAt: Date,
+        on connection: PostgresConnection
     ) async throws -> [AppendedEvent] {
         let occurredAt = events.map { $0.occurredAt.map(RFC3339.format) ?? "" }
+        var previous = lastHash
+        var canonicals: [ByteBuffer] = []
+        var hashes: [ByteBuffer] = []
+        for (offset, event) in events.enumerated() {
+            let canonical = EventSeal.canonicalBytes(
+                orderId: orderId, version: current + offset + 1, eventId: event.eventId, type: event.type,
+                data: event.data, metadata: event.metadata, occurredAt: event.occurredAt, recordedAt: recordedAt)
+            let hash = EventSeal.hash(previous: previous, canonical: canonical)
+            canonicals.append(ByteBuffer(bytes: canonical))
+            hashes.append(ByteBuffer(bytes: hash))
+            previous = hash
+        }
         let rows = try await connection.query(
             """
-            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at)
+            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
             SELECT \(orderId), \(current) + n.ordinal, n.event_id, n.type, n.data::jsonb, n.metadata::jsonb,
-                   NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(recordedAt))
+                   NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(recordedAt)), n.canonical, n.hash
             FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
                         \(events.map(\.data.canonicalJSON))::text[], \(events.map(\.metadata.canonicalJSON))::text[],
-                        \(occurredAt)::text[])
-                 WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, ordinal)
+                        \(occurredAt)::text[], \(canonicals)::bytea[], \(hashes)::bytea[])
+                 WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, canonical, hash, ordinal)
             ORDER BY n.ordinal
             RETURNING event_id, version, position
             """, logger: logger)

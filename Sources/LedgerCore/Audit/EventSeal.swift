@@ -1,0 +1,73 @@
+import Crypto
+import Foundation
+
+/// What makes the ledger tamper-evident: every event's exact bytes, hashed into a chain per order, and every
+/// event's hash folded into one running digest over the whole ledger.
+///
+/// - The **canonical bytes** of an event are the canonical JSON (`JSONValue.canonicalJSON`: sorted keys, no
+///   whitespace) of `{data, eventId, metadata, occurredAt, orderId, recordedAt, type, version}`, with the event id in
+///   lower case and times as `RFC3339.format` prints them (UTC, microseconds). The store keeps these bytes next to
+///   the row, because jsonb does not keep the bytes it was given.
+/// - The **event hash** is `SHA-256(previous event's hash in the same order ‖ canonical bytes)`; the first event of
+///   an order has no previous hash (nothing is prepended).
+/// - The **ledger digest** after n events (in feed order) is `SHA-256(digest after n-1 ‖ hash of event n)`, starting
+///   from 32 zero bytes. A digest someone saved pins every event up to its position: changing any of them changes
+///   its hash, so it changes the digest.
+public enum EventSeal {
+    public static func canonicalBytes(
+        orderId: String, version: Int, eventId: UUID, type: String, data: JSONValue, metadata: JSONValue,
+        occurredAt: Date?, recordedAt: Date
+    ) -> [UInt8] {
+        Array(canonicalValue(
+            orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
+            occurredAt: occurredAt, recordedAt: recordedAt
+        ).canonicalJSON.utf8)
+    }
+
+    /// The canonical bytes as a JSON value, to compare with what stored bytes parse to.
+    public static func canonicalValue(
+        orderId: String, version: Int, eventId: UUID, type: String, data: JSONValue, metadata: JSONValue,
+        occurredAt: Date?, recordedAt: Date
+    ) -> JSONValue {
+        .object([
+            "orderId": .string(orderId), "version": .int(Int64(version)), "eventId": .string(eventId.uuidString.lowercased()),
+            "type": .string(type), "data": data, "metadata": metadata,
+            "occurredAt": occurredAt.map { .string(RFC3339.format($0)) } ?? .null,
+            "recordedAt": .string(RFC3339.format(recordedAt)),
+        ])
+    }
+
+    public static func hash(previous: [UInt8]?, canonical: [UInt8]) -> [UInt8] {
+        var hasher = SHA256()
+        if let previous { hasher.update(data: previous) }
+        hasher.update(data: canonical)
+        return Array(hasher.finalize())
+    }
+
+    /// The digest of an empty ledger.
+    public static let genesisDigest = [UInt8](repeating: 0, count: 32)
+
+    public static func digest(previous: [UInt8], eventHash: [UInt8]) -> [UInt8] {
+        hash(previous: previous, canonical: eventHash)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Lower-case hex, as hashes and digests are printed.
+    public var hex: String {
+        map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+    }
+
+    /// Parses lower- or upper-case hex; nil when the text is not whole bytes of hex.
+    public init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        self = bytes
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// Reads sealed events for auditing, page by page, so memory stays flat however long the log is.
+public struct AuditLog: Sendable {
+    public let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Which events a pass over the feed reads.
+    public enum Extent: Sendable {
+        /// Every event committed when the pass starts, read in one snapshot (REPEATABLE READ): for `verify` and
+        /// `export`, which must see everything once.
+        case snapshot
+        /// Only events below the oldest open transaction, as the feed serves them: for sealing, which continues
+        /// later from where it stopped and so must never pass an event that could still be preceded by another.
+        case stable
+    }
+
+    /// Every event in feed order (transaction id, then position), starting after the event at `position` (nil:
+    /// from the start). `body` returns false to stop.
+    public func forEachInFeedOrder(
+        _ extent: Extent = .snapshot, after position: Int64? = nil, pageSize: Int = 5_000,
+        _ body: (AuditedEvent) async throws -> Bool
+    ) async throws {
+        var cursor: (xid: String, position: Int64)?
+        if let position {
+            cursor = (try await EventStore(client: client, logger: logger).transactionId(ofPosition: position), position)
+        }
+        let horizon = switch extent {
+        case .stable: "pg_snapshot_xmin(pg_current_snapshot())"
+        case .snapshot: "'18446744073709551615'::xid8"  // the largest xid8: no limit
+        }
+        try await client.withConnection { connection in
+            if case .snapshot = extent {
+                try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            }
+            do {
+                pages: while true {
+                    let rows = try await connection.query(
+                        """
+                        SELECT \(unescaped: Self.columns), e.transaction_xid::text
+                        FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
+                        WHERE (e.transaction_xid, e.position) > (\(cursor?.xid ?? "0")::xid8, \(cursor?.position ?? 0))
+                          AND e.transaction_xid < \(unescaped: horizon)
+                        ORDER BY e.transaction_xid, e.position
+                        LIMIT \(pageSize)
+                        """, logger: logger)
+                    var count = 0
+                    for try await row in rows {
+                        count += 1
+                        let event = try Self.decode(row)
+                        cursor = (try row.makeRandomAccess()[Self.columnCount].decode(String.self), event.event.position)
+                        guard try await body(event) else { break pages }
+                    }
+                    if count < pageSize { break pages }
+                }
+            } catch {
+                if case .snapshot = extent { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                throw error
+            }
+            if case .snapshot = extent { try await connection.query("ROLLBACK", logger: logger) }
+        }
+    }
+
+    /// One order's events in version order.
+    public func forEach(ofOrder orderId: String, _ body: (AuditedEvent) async throws -> Bool) async throws {
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: Self.columns)
+            FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
+            WHERE e.order_id = \(orderId) ORDER BY e.version
+            """, logger: logger)
+        for try await row in rows {
+            guard try await body(try Self.decode(row)) else { return }
+        }
+    }
+
+    static let columns = """
+        e.position, e.order_id, e.version, e.event_id, e.type, e.data::text, e.metadata::text, e.occurred_at, e.recorded_at,
+        e.canonical, e.hash, p.hash
+        """
+    static let columnCount = 12
+
+    static func decode(_ row: PostgresRow) throws -> AuditedEvent {
+        let columns = row.makeRandomAccess()
+        let bytes = { (index: Int) throws -> [UInt8]? in
+            try columns[index].decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
+        }
+        return AuditedEvent(
+            event: StoredEvent(
+                position: try columns[0].decode(Int64.self), orderId: try columns[1].decode(String.self),
+                version: try columns[2].decode(Int.self), eventId: try columns[3].decode(UUID.self),
+                type: try columns[4].decode(String.self),
+                data: try JSONValue(parsing: Array(try columns[5].decode(String.self).utf8)),
+                metadata: try JSONValue(parsing: Array(try columns[6].decode(String.self).utf8)),
+                occurredAt: try columns[7].decode(Date?.self), recordedAt: try columns[8].decode(Date.self)),
+            canonical: try bytes(9), hash: try bytes(10), previousHash: try bytes(11))
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import LedgerCore
+
+/// `ledger export`: events with their seals, in feed order, one line each, streamed (constant memory).
+/// Each line carries the exact bytes that were hashed (`canonical`) and the previous hash, so an auditor can
+/// recompute every hash from the export alone: `hash = SHA-256(previousHash ‖ canonical)`.
+public struct EventExport: Sendable {
+    public enum Format: String, Sendable, CaseIterable {
+        case jsonl, csv
+    }
+
+    /// An inclusive bound: a position, or a recorded time.
+    public enum Bound: Sendable, Hashable {
+        case position(Int64)
+        case time(Date)
+
+        /// Digits are a position; anything else must be an RFC 3339 time.
+        public init?(_ text: String) {
+            if let position = Int64(text), position >= 0 {
+                self = .position(position)
+            } else if let time = RFC3339.parse(text) {
+                self = .time(time)
+            } else {
+                return nil
+            }
+        }
+
+        func admitsFromHere(_ event: StoredEvent) -> Bool {
+            switch self {
+            case .position(let position): event.position >= position
+            case .time(let time): event.recordedAt >= time
+            }
+        }
+
+        func admitsUpToHere(_ event: StoredEvent) -> Bool {
+            switch self {
+            case .position(let position): event.position <= position
+            case .time(let time): event.recordedAt <= time
+            }
+        }
+    }
+
+    public var format: Format
+    public var from: Bound?
+    public var to: Bound?
+    public var orderId: String?
+
+    public init(format: Format, from: Bound? = nil, to: Bound? = nil, orderId: String? = nil) {
+        self.format = format
+        self.from = from
+        self.to = to
+        self.orderId = orderId
+    }
+
+    /// Writes the header (CSV) and every selected event through `write`, one line per call; returns the count.
+    @discardableResult
+    public func run(_ log: AuditLog, write: (String) throws -> Void) async throws -> Int {
+        if format == .csv { try write(Self.csvHeader) }
+        var count = 0
+        let body: (AuditedEvent) async throws -> Bool = { audited in
+            let event = audited.event
+            guard from?.admitsFromHere(event) ?? true, to?.admitsUpToHere(event) ?? true else { return true }
+            try write(line(audited))
+            count += 1
+            return true
+        }
+        if let orderId {
+            try await log.forEach(ofOrder: orderId, body)
+        } else {
+            try await log.forEachInFeedOrder(.snapshot, body)
+        }
+        return count
+    }
+
+    static let csvHeader =
+        "position,order_id,version,event_id,type,occurred_at,recorded_at,actor,data,metadata,previous_hash,hash,canonical"
+
+    func line(_ audited: AuditedEvent) -> String {
+        let event = audited.event
+        let canonical = audited.canonical.map { String(decoding: $0, as: UTF8.self) }
+        switch format {
+        case .jsonl:
+            return JSONValue.object([
+                "position": .int(event.position), "orderId": .string(event.orderId), "version": .int(Int64(event.version)),
+                "eventId": .string(event.eventId.uuidString.lowercased()), "type": .string(event.type),
+                "occurredAt": event.occurredAt.map { .string(RFC3339.format($0)) } ?? .null,
+                "recordedAt": .string(RFC3339.format(event.recordedAt)), "data": event.data, "metadata": event.metadata,
+                "previousHash": audited.previousHash.map { .string($0.hex) } ?? .null,
+                "hash": audited.hash.map { .string($0.hex) } ?? .null,
+                "canonical": canonical.map(JSONValue.string) ?? .null,
+            ]).canonicalJSON
+        case .csv:
+            let actor = if case .string(let actor)? = event.metadata["actor"] { actor } else { "" }
+            return [
+                String(event.position), event.orderId, String(event.version), event.eventId.uuidString.lowercased(),
+                event.type, event.occurredAt.map(RFC3339.format) ?? "", RFC3339.format(event.recordedAt), actor,
+                event.data.canonicalJSON, event.metadata.canonicalJSON, audited.previousHash?.hex ?? "",
+                audited.hash?.hex ?? "", canonical ?? "",
+            ].map(Self.csvField).joined(separator: ",")
+        }
+    }
+
+    /// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+    static func csvField(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

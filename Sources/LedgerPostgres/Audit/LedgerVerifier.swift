@@ -1,0 +1,173 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// `ledger verify`: recomputes every event's seal and the running digest in one pass over the feed, then folds
+/// every order and compares the fold with the stored projections. Memory stays flat: both passes read in pages.
+public struct LedgerVerifier: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.verify")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
+        var report = VerificationReport()
+        try await checkSeals(pinned: pinned, into: &report)
+        try await checkProjections(into: &report)
+        return report
+    }
+
+    /// 1 and 2: every event's seal, every stored checkpoint, and the pinned digest.
+    private func checkSeals(pinned: PinnedDigest?, into report: inout VerificationReport) async throws {
+        let checkpoints = try await LedgerDigests(client: client, logger: logger).all()
+        var digest = EventSeal.genesisDigest
+        var count: Int64 = 0
+        var outcome: VerificationReport.DigestOutcome = .positionNotFound
+        var broken: [VerificationReport.BrokenEvent] = []
+        var mismatches: [DigestCheckpoint] = []
+        try await AuditLog(client: client, logger: logger).forEachInFeedOrder { audited in
+            let event = audited.event
+            if let problem = audited.sealProblem {
+                broken.append(.init(orderId: event.orderId, version: event.version, position: event.position, problem: problem))
+            }
+            // A broken event still counts with the hash it has: the digest then shows whether it was sealed so.
+            digest = EventSeal.digest(
+                previous: digest, eventHash: audited.hash ?? EventSeal.hash(previous: nil, canonical: audited.canonical ?? []))
+            count += 1
+            if let checkpoint = checkpoints[count], checkpoint.digest != digest || checkpoint.position != event.position {
+                mismatches.append(checkpoint)
+            }
+            if let pinned, pinned.position == event.position {
+                outcome = pinned.digest != digest ? .mismatch(computed: digest.hex)
+                    : broken.isEmpty ? .matched : .eventsAltered(count: broken.count)
+            }
+            return true
+        }
+        report.eventsChecked = Int(count)
+        report.checkpointsChecked = checkpoints.keys.filter { $0 <= count }.count
+        report.brokenEvents = broken.sorted { ($0.orderId, $0.version) < ($1.orderId, $1.version) }
+        report.checkpointMismatches = mismatches
+        if let pinned { report.digest = (pinned, outcome) }
+    }
+
+    /// 3: the stored projections against the fold of the log.
+    private func checkProjections(into report: inout VerificationReport) async throws {
+        var drift: [VerificationReport.Drift] = []
+        var orders = 0
+        try await OrderFolds(client: client, logger: logger).forEachBatch { folded, _ in
+            orders += folded.count
+            drift += try await compare(folded)
+        }
+        drift += try await orphans()
+        report.ordersChecked = orders
+        report.drift = drift
+    }
+
+    private func compare(_ folded: [Order]) async throws -> [VerificationReport.Drift] {
+        guard !folded.isEmpty else { return [] }
+        let ids = folded.map(\.orderId)
+        var stored: [String: Order] = [:]
+        for try await row in try await client.query(
+            "SELECT \(unescaped: OrderRows.orderColumns) FROM orders WHERE order_id = ANY(\(ids))", logger: logger
+        ) {
+            let order = try OrderRows.decodeOrder(row)
+            stored[order.orderId] = order
+        }
+        var transactions: [String: TransactionRow] = [:]
+        for try await (transactionId, orderId, accountId, grantedAt, finishedAt, refundedAt) in try await client.query(
+            """
+            SELECT transaction_id, order_id, account_id, granted_at, finished_at, refunded_at
+            FROM order_transactions WHERE order_id = ANY(\(ids))
+            """, logger: logger
+        ).decode((String, String, String, Date?, Date?, Date?).self) {
+            transactions[orderId] = TransactionRow(
+                transactionId: transactionId, orderId: orderId, accountId: accountId, grantedAt: grantedAt,
+                finishedAt: finishedAt, refundedAt: refundedAt)
+        }
+        var drift: [VerificationReport.Drift] = []
+        for order in folded {
+            drift += Self.differences(table: "orders", key: order.orderId, stored: stored[order.orderId], folded: order)
+            drift += Self.differences(
+                table: "order_transactions", key: order.orderId, stored: transactions[order.orderId],
+                folded: TransactionRow(order))
+        }
+        return drift
+    }
+
+    /// Projection rows that no event explains.
+    private func orphans() async throws -> [VerificationReport.Drift] {
+        var drift: [VerificationReport.Drift] = []
+        for try await orderId in try await client.query(
+            "SELECT order_id FROM orders o WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.order_id = o.order_id)",
+            logger: logger
+        ).decode(String.self) {
+            drift.append(.init(table: "orders", key: orderId, field: "(row)", stored: "present", folded: "no events"))
+        }
+        for try await (transactionId, orderId) in try await client.query(
+            """
+            SELECT t.transaction_id, t.order_id FROM order_transactions t
+            WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_id = t.order_id AND o.transaction_id = t.transaction_id)
+            """, logger: logger
+        ).decode((String, String).self) {
+            drift.append(.init(
+                table: "order_transactions", key: transactionId, field: "(row)", stored: "bound to \(orderId)",
+                folded: "no order bound to it"))
+        }
+        return drift
+    }
+
+    /// Field-by-field differences between a stored row and its fold (via reflection, so new fields are covered).
+    static func differences<Row>(table: String, key: String, stored: Row?, folded: Row?) -> [VerificationReport.Drift] {
+        switch (stored, folded) {
+        case (nil, nil):
+            return []
+        case (nil, _):
+            return [.init(table: table, key: key, field: "(row)", stored: "missing", folded: "present")]
+        case (_, nil):
+            return [.init(table: table, key: key, field: "(row)", stored: "present", folded: "missing")]
+        case (let stored?, let folded?):
+            return zip(Mirror(reflecting: stored).children, Mirror(reflecting: folded).children).compactMap { mine, theirs in
+                guard (mine.value as? AnyHashable) != (theirs.value as? AnyHashable) else { return nil }
+                return .init(
+                    table: table, key: key, field: mine.label ?? "?", stored: describe(mine.value), folded: describe(theirs.value))
+            }
+        }
+    }
+}
+
+/// A value as a report prints it; times to the microsecond, as they are stored.
+private func describe(_ value: Any) -> String {
+    if let date = value as? Date { return RFC3339.format(date) }
+    return String(describing: value)
+}
+
+/// A row of `order_transactions`, as stored or as implied by a folded order.
+struct TransactionRow: Sendable, Hashable {
+    var transactionId: String
+    var orderId: String
+    var accountId: String
+    var grantedAt: Date?
+    var finishedAt: Date?
+    var refundedAt: Date?
+
+    init(transactionId: String, orderId: String, accountId: String, grantedAt: Date?, finishedAt: Date?, refundedAt: Date?) {
+        self.transactionId = transactionId
+        self.orderId = orderId
+        self.accountId = accountId
+        self.grantedAt = grantedAt
+        self.finishedAt = finishedAt
+        self.refundedAt = refundedAt
+    }
+
+    /// The row a folded order implies; nil when the order is bound to no transaction.
+    init?(_ order: Order) {
+        guard let transactionId = order.transactionId else { return nil }
+        self.init(
+            transactionId: transactionId, orderId: order.orderId, accountId: order.accountId, grantedAt: order.grantedAt,
+            finishedAt: order.finishedAt, refundedAt: order.refundedAt)
+    }
+}

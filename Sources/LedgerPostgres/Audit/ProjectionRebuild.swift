@@ -1,0 +1,103 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// Rebuilds the inline projections (`orders`, `order_transactions`) from the event log, while the service keeps
+/// running:
+/// 1. fresh tables `orders_rebuild` and `order_transactions_rebuild` are created like the live ones (columns,
+///    constraints, indexes) and filled from the log in pages, with the live path's fold;
+/// 2. in one short transaction the live tables are locked (writers wait there; readers keep reading the old
+///    tables until the swap commits), the orders appended to since their fold are folded again, and the new
+///    tables are renamed into place. Nobody ever sees a half-built projection.
+/// Index names of the swapped-in tables are the ones PostgreSQL generated for the copies; migrations therefore
+/// must not refer to projection indexes by name.
+public struct ProjectionRebuild: Sendable {
+    public struct Progress: Sendable {
+        public var events: Int
+        public var totalEvents: Int
+        public var elapsed: Duration
+    }
+
+    public struct Result: Sendable {
+        public var events: Int
+        public var orders: Int
+        /// Orders folded again at the swap because events arrived while the rebuild ran.
+        public var caughtUp: Int
+        public var elapsed: Duration
+    }
+
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.rebuild")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public func run(pageSize: Int = 10_000, progress: (Progress) -> Void = { _ in }) async throws -> Result {
+        let started = ContinuousClock.now
+        let rows = OrderRows(logger: logger)
+        try await client.withConnection { connection in
+            for statement in [
+                "DROP TABLE IF EXISTS orders_rebuild, order_transactions_rebuild",
+                "CREATE TABLE orders_rebuild (LIKE orders INCLUDING ALL)",
+                "CREATE TABLE order_transactions_rebuild (LIKE order_transactions INCLUDING ALL)",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+        var total = 0
+        for try await count in try await client.query("SELECT count(*) FROM events", logger: logger).decode(Int.self) {
+            total = count
+        }
+        var events = 0
+        var orders = 0
+        try await OrderFolds(client: client, logger: logger).forEachBatch(pageSize: pageSize) { folded, count in
+            try await client.withConnection { connection in
+                try await rows.insertAll(
+                    folded, ordersTable: "orders_rebuild", transactionsTable: "order_transactions_rebuild", on: connection)
+            }
+            events += count
+            orders += folded.count
+            progress(Progress(events: events, totalEvents: max(total, events), elapsed: ContinuousClock.now - started))
+        }
+        let caughtUp = try await swap(rows: rows)
+        return Result(events: events, orders: orders, caughtUp: caughtUp, elapsed: ContinuousClock.now - started)
+    }
+
+    /// Locks the live tables, folds again the orders whose stream moved on since their fold, and swaps.
+    private func swap(rows: OrderRows) async throws -> Int {
+        let folds = OrderFolds(client: client, logger: logger)
+        return try await client.withTransaction(logger: logger) { connection in
+            try await connection.query(
+                "LOCK TABLE orders, order_transactions IN ACCESS EXCLUSIVE MODE", logger: logger)
+            var stale: [String] = []
+            for try await orderId in try await connection.query(
+                """
+                SELECT s.order_id FROM streams s LEFT JOIN orders_rebuild r USING (order_id)
+                WHERE r.version IS DISTINCT FROM s.version
+                """, logger: logger
+            ).decode(String.self) {
+                stale.append(orderId)
+            }
+            if !stale.isEmpty {
+                // Read through this transaction's connection: writers are blocked on our lock, so this is final.
+                try await connection.query(
+                    "DELETE FROM order_transactions_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
+                try await connection.query("DELETE FROM orders_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
+                let refolded = try await folds.fold(stale, on: connection)
+                try await rows.insertAll(
+                    refolded, ordersTable: "orders_rebuild", transactionsTable: "order_transactions_rebuild", on: connection)
+            }
+            for statement in [
+                "DROP TABLE orders, order_transactions",
+                "ALTER TABLE orders_rebuild RENAME TO orders",
+                "ALTER TABLE order_transactions_rebuild RENAME TO order_transactions",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            return stale.count
+        }
+    }
+}

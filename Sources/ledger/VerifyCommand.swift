@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import LedgerPostgres
+
+/// `ledger verify`: hash chains, digests and projections; exit status 1 with a report when anything fails.
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check every event's hash chain, the ledger digest, and the projections against the log.")
+
+    @Option(help: "A digest saved earlier, as DIGEST@POSITION: prove the history up to POSITION is unchanged.")
+    var digest: String?
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let pinned = try digest.map { text in
+            guard let pinned = PinnedDigest(text) else {
+                throw ValidationError("--digest must be DIGEST@POSITION: 64 hex digits, '@', a position (as `ledger digest` prints)")
+            }
+            return pinned
+        }
+        let report = try await database.withMigratedClient { client in try await LedgerVerifier(client: client).verify(pinned: pinned) }
+        print(VerifyReportText.render(report))
+        if !report.passed { throw ExitCode(1) }
+    }
+}
+
+/// The report as `verify` prints it: what was checked, then every failure, precisely.
+enum VerifyReportText {
+    static func render(_ report: VerificationReport) -> String {
+        var lines = [
+            "checked \(report.eventsChecked) events, \(report.ordersChecked) orders, \(report.checkpointsChecked) stored digest checkpoints"
+        ]
+        lines.append(report.brokenEvents.isEmpty ? "hash chains: ok" : "hash chains: \(report.brokenEvents.count) broken")
+        for broken in report.brokenEvents {
+            lines.append("  order \(broken.orderId) version \(broken.version) (position \(broken.position)): \(broken.problem)")
+        }
+        if report.checkpointMismatches.isEmpty {
+            lines.append("stored digests: ok")
+        } else {
+            lines.append("stored digests: \(report.checkpointMismatches.count) do not match the events")
+            for checkpoint in report.checkpointMismatches {
+                lines.append("  after \(checkpoint.eventCount) events: stored \(checkpoint.pinned)")
+            }
+        }
+        if let (pinned, outcome) = report.digest {
+            switch outcome {
+            case .matched: lines.append("digest \(pinned): ok, the history up to position \(pinned.position) is unchanged")
+            case .mismatch(let computed):
+                lines.append("digest \(pinned): MISMATCH, the events up to position \(pinned.position) now give \(computed)")
+            case .eventsAltered(let count):
+                lines.append("digest \(pinned): FAILED, \(count) events up to position \(pinned.position) no longer match their hashes")
+            case .positionNotFound: lines.append("digest \(pinned): no event at position \(pinned.position) in the feed")
+            }
+        }
+        lines.append(report.drift.isEmpty ? "projections: ok" : "projections: \(report.drift.count) differences from the fold")
+        for drift in report.drift {
+            lines.append("  \(drift.table) \(drift.key) \(drift.field): stored \(drift.stored), fold gives \(drift.folded)")
+        }
+        lines.append(report.passed ? "PASSED" : "FAILED")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Testing
+
+@Suite("Audit: hash chains, digests and projection drift")
+struct AuditVerifyTests {
+    @Test func anUntouchedLedgerVerifies() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(3, on: Ledger(client: client))
+            let checkpoint = try #require(try await sealUntil(18, client))
+            #expect(checkpoint.eventCount == 18)
+            let report = try await LedgerVerifier(client: client).verify(pinned: PinnedDigest(checkpoint.pinned))
+            #expect(report.passed)
+            #expect(report.eventsChecked == 18)
+            #expect(report.ordersChecked == 3)
+            #expect(report.checkpointsChecked >= 1)
+            #expect(report.digest?.outcome == .matched)
+        }
+    }
+
+    @Test func editingOneEventsDataIsNamedByOrderAndVersion() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(3, on: Ledger(client: client))
+            try await tamper(client, [
+                "UPDATE events SET data = jsonb_set(data, '{accountId}', '\"acct-thief\"') WHERE order_id = 'order-1' AND version = 1"
+            ])
+            let report = try await LedgerVerifier(client: client).verify()
+            #expect(!report.passed)
+            #expect(report.brokenEvents.map { "\($0.orderId)@\($0.version)" } == ["order-1@1"])
+        }
+    }
+
+    @Test func anEditedProjectionRowIsReportedAsDrift() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(2, on: Ledger(client: client))
+            try await client.query("UPDATE orders SET state = 'granted', amount_value = 1 WHERE order_id = 'order-0'")
+            try await client.query("DELETE FROM order_transactions WHERE order_id = 'order-1'")
+            let report = try await LedgerVerifier(client: client).verify()
+            #expect(!report.passed)
+            #expect(report.brokenEvents.isEmpty)
+            let drift = Set(report.drift.map { "\($0.table) \($0.key) \($0.field)" })
+            #expect(drift == ["orders order-0 state", "orders order-0 amount", "order_transactions order-1 (row)"])
+        }
+    }
+
+    /// The attacker rewrites an event and every hash after it in its order, so each chain holds again; only the
+    /// digest an auditor saved before the edit exposes it.
+    @Test func aSavedDigestFailsAfterAConsistentRewriteBelowItsPosition() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(2, on: Ledger(client: client))
+            let saved = try #require(try await sealUntil(12, client))
+            let pinned = try #require(PinnedDigest(saved.pinned))
+            #expect(try await LedgerVerifier(client: client).verify(pinned: pinned).digest?.outcome == .matched)
+
+            try await rewriteConsistently(client, orderId: "order-0", version: 1) { data in
+                var data = data
+                if case .object(var members) = data { members["accountId"] = "acct-thief"; data = .object(members) }
+                return data
+            }
+            let report = try await LedgerVerifier(client: client).verify(pinned: pinned)
+            #expect(report.brokenEvents.isEmpty, "the rewrite keeps every chain intact")
+            guard case .mismatch? = report.digest?.outcome else {
+                Issue.record("the saved digest must no longer match, got \(String(describing: report.digest?.outcome))")
+                return
+            }
+            #expect(!report.checkpointMismatches.isEmpty, "the stored checkpoints contradict the events too")
+            #expect(!report.passed)
+        }
+    }
+
+    @Test func aDataOnlyEditBelowASavedDigestFailsTheDigestCheck() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(1, on: Ledger(client: client))
+            let sealed = try #require(try await sealUntil(6, client))
+            let pinned = try #require(PinnedDigest(sealed.pinned))
+            try await tamper(client, ["UPDATE events SET data = '{}' WHERE order_id = 'order-0' AND version = 6"])
+            #expect(try await LedgerVerifier(client: client).verify(pinned: pinned).digest?.outcome == .eventsAltered(count: 1))
+        }
+    }
+
+    @Test func sealingRefusesToVouchForABrokenEvent() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(1, on: Ledger(client: client))
+            try await tamper(client, ["UPDATE events SET type = 'order.cancelled' WHERE order_id = 'order-0' AND version = 6"])
+            await #expect(throws: SealRefused.self) { try await sealUntil(6, client) }
+        }
+    }
+
+    @Test func sealingAgainAddsOnlyNewEventsAndChainsOnTheLastCheckpoint() async throws {
+        try await TestDatabase.withClient { client in
+            let ledger = Ledger(client: client)
+            let digests = LedgerDigests(client: client)
+            try await recordHappyOrders(1, prefix: "a", on: ledger)
+            let first = try #require(try await sealUntil(6, client))
+            #expect(first.eventCount == 6)
+            #expect(try await digests.seal() == nil, "nothing new, no checkpoint")
+            try await recordHappyOrders(1, prefix: "b", on: ledger)
+            let second = try #require(try await sealUntil(12, client))
+            #expect(second.eventCount == 12)
+            #expect(try await digests.latest() == second)
+            let report = try await LedgerVerifier(client: client).verify(pinned: PinnedDigest(first.pinned))
+            #expect(report.passed)
+            #expect(report.checkpointsChecked >= 2)
+        }
+    }
+
+    /// Replaces one event's data and re-seals it and every later event of its order, as a careful attacker would.
+    func rewriteConsistently(
+        _ client: PostgresClient, orderId: String, version: Int, edit: (JSONValue) -> JSONValue
+    ) async throws {
+        var previous: [UInt8]?
+        var statements: [PostgresQuery] = []
+        try await AuditLog(client: client).forEach(ofOrder: orderId) { audited in
+            var event = audited.event
+            if event.version == version { event.data = edit(event.data) }
+            guard event.version >= version else {
+                previous = audited.hash
+                return true
+            }
+            let canonical = EventSeal.canonicalBytes(
+                orderId: event.orderId, version: event.version, eventId: event.eventId, type: event.type, data: event.data,
+                metadata: event.metadata, occurredAt: event.occurredAt, recordedAt: event.recordedAt)
+            let hash = EventSeal.hash(previous: previous, canonical: canonical)
+            previous = hash
+            statements.append(
+                """
+                UPDATE events SET data = \(event.data.canonicalJSON)::jsonb, canonical = \(ByteBuffer(bytes: canonical)),
+                    hash = \(ByteBuffer(bytes: hash))
+                WHERE order_id = \(orderId) AND version = \(event.version)
+                """)
+            return true
+        }
+        try await tamper(client, statements)
+    }
+}
