@@ -83,6 +83,11 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // Drives the built `ledger` binary, as a user would.
+        .testTarget(
+            name: "LedgerCLITests",
+            dependencies: ["ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

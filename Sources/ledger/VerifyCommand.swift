@@ -20,7 +20,7 @@ struct VerifyCommand: AsyncParsableCommand {
             return pinned
         }
         let report = try await database.withMigratedClient { client in try await LedgerVerifier(client: client).verify(pinned: pinned) }
-        print(VerifyReportText.render(report))
+        announce(VerifyReportText.render(report))  // unbuffered: the exit below skips flushing stdout
         if !report.passed { throw ExitCode(1) }
     }
 }

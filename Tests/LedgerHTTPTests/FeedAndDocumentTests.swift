@@ -51,6 +51,20 @@ struct FeedAndDocumentTests {
         }
     }
 
+    @Test func theLedgerDigestIsServedOnceSealed() async throws {
+        try await API.run { api in
+            let none = try await api.get("/v1/ledger/digest", token: "reader")
+            #expect(none.status == .notFound && none.errorCode == "not_found")
+            for event in Lifecycle().happyPath { _ = try await api.post("order-1", event, token: "writer") }
+            let sealed = try #require(try await sealUntil(6, api.ledger.client))
+            let answer = try await api.get("/v1/ledger/digest", token: "reader")
+            #expect(answer.status == .ok)
+            #expect(answer.json["pinned"] == .string(sealed.pinned))
+            #expect(answer.json["eventCount"] == .int(6))
+            #expect(answer.json["position"] == .int(sealed.position))
+        }
+    }
+
     @Test func healthReadinessMetricsAndTheDocumentNeedNoToken() async throws {
         try await API.run { api in
             _ = try await api.post("order-1", Lifecycle().created)

@@ -43,11 +43,13 @@ struct EventFeedTests {
 
             // A: takes a position inside an open transaction, then waits.
             let writerA = Task {
+                // Whatever happens to A, the test stops waiting for it (a failed insert must fail the test, not hang it).
+                defer { aHasAppended.continuation.finish() }
                 try await client.withTransaction(logger: logger) { connection in
                     try await connection.query(
                         """
-                        INSERT INTO events (order_id, version, event_id, type, data, recorded_at)
-                        VALUES ('order-a', 1, \(UUID()), 'a', '{}', now())
+                        INSERT INTO events (order_id, version, event_id, type, data, recorded_at, canonical, hash)
+                        VALUES ('order-a', 1, \(UUID()), 'a', '{}', now(), '\\x00', '\\x00')
                         """, logger: logger)
                     aHasAppended.continuation.yield()
                     for await _ in mayCommit.stream { break }

@@ -58,6 +58,23 @@ public enum TestDatabase {
         return (Database(configuration: configuration, embedded: cluster), name)
     }
 
+    /// Runs `body` with the URL of a fresh, migrated database (for driving the `ledger` binary), and a client to it.
+    public static func withURL<T: Sendable>(
+        _ body: @Sendable @escaping (_ url: String, _ client: PostgresClient) async throws -> T
+    ) async throws -> T {
+        let (database, name) = try await fresh()
+        let socketDirectory = try await cluster.value.socketDirectory.path
+        let url = "postgres://postgres@/\(name)?host=\(socketDirectory)"
+        do {
+            let result = try await database.withClient { client in try await body(url, client) }
+            try await drop(name)
+            return result
+        } catch {
+            try? await drop(name)
+            throw error
+        }
+    }
+
     public static func drop(_ name: String) async throws {
         try await admin(try await cluster.value) { client in
             try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")

@@ -58,11 +58,15 @@ public struct LedgerVerifier: Sendable {
     private func checkProjections(into report: inout VerificationReport) async throws {
         var drift: [VerificationReport.Drift] = []
         var orders = 0
-        try await OrderFolds(client: client, logger: logger).forEachBatch { folded, _ in
+        let unreadable = UnreadableEvents()
+        var folds = OrderFolds(client: client, logger: logger)
+        folds.unreadable = { event, error in unreadable.add(event, error) }
+        try await folds.forEachBatch { folded, _ in
             orders += folded.count
             drift += try await compare(folded)
         }
         drift += try await orphans()
+        drift += unreadable.drift
         report.ordersChecked = orders
         report.drift = drift
     }
@@ -137,6 +141,22 @@ public struct LedgerVerifier: Sendable {
             }
         }
     }
+}
+
+/// Events the domain cannot read, noted while the fold goes on without them.
+private final class UnreadableEvents: @unchecked Sendable {
+    private let lock = NSLock()
+    private var noted: [VerificationReport.Drift] = []
+
+    func add(_ event: StoredEvent, _ error: any Error) {
+        lock.withLock {
+            noted.append(.init(
+                table: "events", key: event.orderId, field: "version \(event.version)", stored: event.type,
+                folded: "unreadable, left out of the fold: \(error)"))
+        }
+    }
+
+    var drift: [VerificationReport.Drift] { lock.withLock { noted } }
 }
 
 /// A value as a report prints it; times to the microsecond, as they are stored.

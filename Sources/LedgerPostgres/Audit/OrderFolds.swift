@@ -8,6 +8,9 @@ import PostgresNIO
 struct OrderFolds: Sendable {
     let client: PostgresClient
     let logger: Logger
+    /// What to do with a stored event the domain cannot read (only a tampered row can be one): rethrow to stop, or
+    /// note it and return to fold the order without it.
+    var unreadable: @Sendable (StoredEvent, any Error) throws -> Void = { _, error in throw error }
 
     /// Calls `body` with batches of folded orders, in order id order, and the number of events they folded.
     func forEachBatch(
@@ -27,7 +30,7 @@ struct OrderFolds: Sendable {
             for try await row in rows {
                 let stored = try EventStore.decode(row)
                 count += 1
-                if let order = try folding.add(stored) { finished.append(order) }
+                if let order = try folding.add(stored, unreadable: unreadable) { finished.append(order) }
                 cursor = (stored.orderId, stored.version)
             }
             let isLastPage = count < pageSize
@@ -47,7 +50,7 @@ struct OrderFolds: Sendable {
         var orders: [Order] = []
         var folding = Folding()
         for try await row in rows {
-            if let order = try folding.add(try EventStore.decode(row)) { orders.append(order) }
+            if let order = try folding.add(try EventStore.decode(row), unreadable: unreadable) { orders.append(order) }
         }
         if let order = folding.finish() { orders.append(order) }
         return orders
@@ -58,13 +61,17 @@ struct OrderFolds: Sendable {
         var current: Order?
 
         /// Folds `stored` in; returns the previous order when `stored` starts the next one.
-        mutating func add(_ stored: StoredEvent) throws -> Order? {
+        mutating func add(_ stored: StoredEvent, unreadable: (StoredEvent, any Error) throws -> Void) throws -> Order? {
             var done: Order?
             if let order = current, order.orderId != stored.orderId {
                 done = order
                 current = nil
             }
-            current = OrderDecider.evolve(current, try stored.recordedOrderEvent())
+            do {
+                current = OrderDecider.evolve(current, try stored.recordedOrderEvent())
+            } catch {
+                try unreadable(stored, error)
+            }
             return done
         }
 

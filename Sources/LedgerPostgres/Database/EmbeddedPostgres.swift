@@ -23,7 +23,7 @@ public struct EmbeddedPostgres: Sendable {
     }
 
     var clusterDirectory: URL { dataDirectory.appendingPathComponent("pg") }
-    var socketDirectory: URL { dataDirectory.appendingPathComponent("run") }
+    public var socketDirectory: URL { dataDirectory.appendingPathComponent("run") }
     var logFile: URL { clusterDirectory.appendingPathComponent("server.log") }
     /// Where clients connect.
     public var socketPath: String { socketDirectory.appendingPathComponent(".s.PGSQL.5432").path }

@@ -1,0 +1,82 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("CLI: history, verify, seal, digest, export, rebuild")
+struct AuditCommandTests {
+    @Test func historyPrintsAStableTableAndTheResultingOrder() async throws {
+        try await TestDatabase.withURL { url, client in
+            try await recordHappyOrders(1, on: Ledger(client: client))
+            let outcome = try await LedgerBinary.run(["history", "order-0"], databaseURL: url)
+            #expect(outcome.status == 0, "\(outcome.stderr)")
+            let lines = outcome.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines[0] == "order order-0")
+            #expect(lines[2].split(separator: " ", omittingEmptySubsequences: true)
+                == ["POSITION", "RECORDED", "AT", "VERSION", "TYPE", "ACTOR", "STATE", "AFTER", "DATA"])
+            let types = lines[3...8].map { $0.split(separator: " ", omittingEmptySubsequences: true)[3] }
+            #expect(types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
+            #expect(lines[3].contains("amount=499 USD"))
+            #expect(lines[3].contains("test-suite"))
+            #expect(lines[10].hasPrefix("ORDER"))
+            #expect(lines[11].hasPrefix("order-0") && lines[11].contains("finished"))
+        }
+    }
+
+    @Test func historyJSONIsTheAPIsAndAsOfShowsEachPrefix() async throws {
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            try await recordHappyOrders(1, on: ledger)
+            let json = try await LedgerBinary.run(["history", "order-0", "--json"], databaseURL: url)
+            let expected = try #require(try await ledger.history("order-0"))
+            #expect(json.stdout == expected.json.canonicalJSON + "\n")
+            for (index, entry) in expected.entries.enumerated() {
+                let asOf = RFC3339.format(entry.event.recordedAt)
+                let outcome = try await LedgerBinary.run(["history", "order-0", "--as-of", asOf, "--json"], databaseURL: url)
+                let history = try JSONValue(parsing: Array(outcome.stdout.utf8))
+                #expect(history["events"]?.elements.count == index + 1)
+                #expect(history["order"]?["version"] == .int(Int64(index + 1)))
+            }
+            let unknown = try await LedgerBinary.run(["history", "nobody"], databaseURL: url)
+            #expect(unknown.status == 1 && unknown.stderr.contains("never seen order nobody"))
+            let badTime = try await LedgerBinary.run(["history", "order-0", "--as-of", "yesterday"], databaseURL: url)
+            #expect(badTime.status != 0 && badTime.stderr.contains("--as-of"))
+        }
+    }
+
+    @Test func anAuditorSavesADigestAndLaterProvesOrDisprovesTheHistory() async throws {
+        try await TestDatabase.withURL { url, client in
+            try await recordHappyOrders(2, on: Ledger(client: client))
+            _ = try await sealUntil(12, client)
+            let digest = try await LedgerBinary.run(["digest"], databaseURL: url)
+            let pinned = digest.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(PinnedDigest(pinned) != nil, "\(digest.stdout) \(digest.stderr)")
+
+            let passed = try await LedgerBinary.run(["verify", "--digest", pinned], databaseURL: url)
+            #expect(passed.status == 0, "\(passed.stdout)")
+            #expect(passed.stdout.contains("is unchanged") && passed.stdout.hasSuffix("PASSED\n"))
+
+            try await tamper(client, ["UPDATE events SET data = '{}' WHERE order_id = 'order-1' AND version = 3"])
+            let failed = try await LedgerBinary.run(["verify", "--digest", pinned], databaseURL: url)
+            #expect(failed.status == 1, "\(failed.stderr)")
+            #expect(failed.stdout.contains("order order-1 version 3"), "\(failed.stderr)")
+            #expect(failed.stdout.hasSuffix("FAILED\n"))
+        }
+    }
+
+    @Test func exportStreamsEveryEventAndRebuildReportsItsRate() async throws {
+        try await TestDatabase.withURL { url, client in
+            try await recordHappyOrders(3, on: Ledger(client: client))
+            let csv = try await LedgerBinary.run(["export", "--format", "csv"], databaseURL: url)
+            #expect(csv.stdout.split(separator: "\n").count == 1 + 18)
+            let one = try await LedgerBinary.run(["export", "--order", "order-2"], databaseURL: url)
+            #expect(one.stdout.split(separator: "\n").count == 6)
+            let rebuild = try await LedgerBinary.run(["rebuild"], databaseURL: url)
+            #expect(rebuild.status == 0)
+            #expect(rebuild.stdout.hasPrefix("rebuilt 3 orders from 18 events"))
+            #expect(rebuild.stderr.contains("18/18 events"), "progress on standard error")
+        }
+    }
+}
