@@ -32,6 +32,7 @@ let package = Package(
                 .embedInCode("002_orders.sql"),
                 .embedInCode("003_tokens.sql"),
                 .embedInCode("004_audit.sql"),
+                .embedInCode("005_finance.sql"),
             ]
         ),
         .target(

@@ -6,5 +6,6 @@ public enum LedgerSchema {
         ("002_orders.sql", String(decoding: PackageResources._02_orders_sql, as: UTF8.self)),
         ("003_tokens.sql", String(decoding: PackageResources._03_tokens_sql, as: UTF8.self)),
         ("004_audit.sql", String(decoding: PackageResources._04_audit_sql, as: UTF8.self)),
+        ("005_finance.sql", String(decoding: PackageResources._05_finance_sql, as: UTF8.self)),
     ]
 }

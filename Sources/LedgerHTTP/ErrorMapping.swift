@@ -22,6 +22,8 @@ extension APIError {
             self.init(httpError: error)
         case is NIOTooManyBytesError:  // a body over the limit, cut off while it was being read
             self.init(httpError: HTTPError(.contentTooLarge))
+        case let error where Self.isUnstorableText(error):
+            self = .invalidRequest(field: "request", "the request holds a NUL byte or a character PostgreSQL cannot store")
         case let error where Self.isDatabaseUnavailable(error):
             self.init(.serviceUnavailable, "unavailable", "the database cannot be reached; retry shortly",
                       headers: [.retryAfter: "1"])
@@ -74,6 +76,12 @@ extension APIError {
         default: error.body ?? error.status.reasonPhrase
         }
         self.init(error.status, code, message, headers: error.headers)
+    }
+
+    /// Text PostgreSQL refuses to store or compare (a NUL byte, an invalid encoding): the caller's input, not a bug.
+    static func isUnstorableText(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return ["22021", "22P05"].contains(state)
     }
 
     /// Connection failures, a server shutting down or refusing connections: worth a retry, not a 500.

@@ -19,6 +19,8 @@ public enum LedgerApplication {
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         OrderRoutes(ledger: ledger, metrics: metrics).register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger).register(readers: readers)
+        let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
+        FinanceRoutes(client: ledger.client).register(finance: finance)
         return router
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerCore
+import LedgerPostgres
 
 /// A request's query parameters, read with the parameter named in every error.
 struct QueryParameters {
@@ -38,5 +39,15 @@ struct QueryParameters {
             throw APIError.invalidRequest(field: name, "\(name) must be an RFC 3339 time, e.g. 2026-11-22T13:05:09Z")
         }
         return date
+    }
+
+    /// A calendar date, `YYYY-MM-DD`.
+    func date(_ name: String, required: Bool = false) throws -> String? {
+        guard let text = try string(name) else {
+            if required { throw APIError.invalidRequest(field: name, "\(name) is required (YYYY-MM-DD)") }
+            return nil
+        }
+        guard CalendarDate.isValid(text) else { throw APIError.invalidRequest(field: name, "\(name) must be a date, YYYY-MM-DD") }
+        return text
     }
 }

@@ -9,7 +9,7 @@ struct LedgerCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, MigrateCommand.self, TokensCommand.self,
             HistoryCommand.self, RebuildCommand.self, VerifyCommand.self, SealCommand.self, DigestCommand.self,
-            ExportCommand.self,
+            ExportCommand.self, ReportCommand.self, ReconcileCommand.self, AnomaliesCommand.self,
         ]
     )
 }

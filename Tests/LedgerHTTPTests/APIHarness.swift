@@ -31,7 +31,7 @@ struct API {
             let ledger = Ledger(client: client)
             let tokens = TokenStore(client: client)
             var secrets: [String: String] = [:]
-            for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases)] {
+            for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases), ("all-but-finance", [.eventsWrite, .eventsRead])] {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
             let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: tokens))

@@ -127,7 +127,8 @@ struct ErrorAPITests {
                 #expect(anonymous.status == .unauthorized && anonymous.errorCode == "unauthorized", "\(route)")
                 let garbled = try await api.request(route.method, uri, token: "olt_not-a-real-token", body: body)
                 #expect(garbled.status == .unauthorized, "\(route)")
-                let wrongScope = try await api.request(route.method, uri, token: "finance", body: body)
+                let isFinance = ["/v1/reports", "/v1/reconciliations", "/v1/anomalies"].contains { uri.hasPrefix($0) }
+                let wrongScope = try await api.request(route.method, uri, token: isFinance ? "all-but-finance" : "finance", body: body)
                 #expect(wrongScope.status == .forbidden && wrongScope.errorCode == "forbidden", "\(route)")
             }
             #expect(try await api.get("/v1/orders/o1", token: "writer").status == .forbidden)

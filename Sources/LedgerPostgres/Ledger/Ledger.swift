@@ -35,9 +35,16 @@ public struct Ledger: Sendable {
                 occurredAt: submission.occurredAt)
         }
         let rows = self.rows
-        let (append, order) = try await store.append(to: orderId, expectedVersion: expectedVersion, events: newEvents) {
-            context, _ in
-            try await rows.decideAndProject(events, in: context)
+        let append: AppendResult, order: Order?
+        do {
+            (append, order) = try await store.append(to: orderId, expectedVersion: expectedVersion, events: newEvents) {
+                context, _ in
+                try await rows.decideAndProject(events, in: context)
+            }
+        } catch let refusal as RefusedEvent {
+            try await RefusalLog(client: client, logger: store.logger).record(
+                refusal.refusal, of: refusal.event, orderId: orderId, actor: metadata.actor)
+            throw refusal.refusal
         }
         if let order { return Recorded(append: append, order: order) }
         // A replay: the order as it was right after the original append.

@@ -17,7 +17,7 @@ struct OrderRows: Sendable {
         for (offset, event) in events.enumerated() {
             let binding = event.transactionId.flatMap { bindings[$0] }
             if let refusal = OrderDecider.decide(order, event, orderId: context.orderId, binding: binding) {
-                throw refusal
+                throw RefusedEvent(refusal: refusal, event: event)
             }
             let recorded = RecordedOrderEvent(
                 orderId: context.orderId, version: context.currentVersion + offset + 1, event: event,

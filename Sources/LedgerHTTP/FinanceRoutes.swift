@@ -1,0 +1,114 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerPostgres
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// `/v1/reports/revenue`, `/v1/reconciliations` and `/v1/anomalies`: read-only answers for finance.
+struct FinanceRoutes {
+    typealias Context = LedgerRequestContext
+    let client: PostgresClient
+
+    /// A provider file posted over HTTP is held in memory as its result; larger files go through
+    /// `ledger reconcile`, which streams with flat memory.
+    static let maximumFileSize = 32 * 1024 * 1024
+
+    func register(finance: RouterGroup<Context>) {
+        finance.get("reports/revenue", use: revenue)
+        finance.post("reconciliations", use: reconcile)
+        finance.get("anomalies", use: anomalies)
+    }
+
+    @Sendable func revenue(_ request: Request, context: Context) async throws -> Response {
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["from", "to", "groupBy", "timezone"])
+        let (from, to) = (try query.date("from", required: true)!, try query.date("to", required: true)!)
+        let groupBy = try (query.string("groupBy") ?? "day,currency").split(separator: ",").map { name in
+            guard let dimension = RevenueDimension(rawValue: String(name)) else {
+                throw APIError.invalidRequest(field: "groupBy", "groupBy takes day, product, currency and provider, not \(name)")
+            }
+            return dimension
+        }
+        let timeZone = try query.string("timezone") ?? "UTC"
+        let rows = try await financeCall(field: "timezone") {
+            try await RevenueReport(client: client).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
+        }
+        return JSONResponse.make(status: .ok, body: .object([
+            "from": .string(from), "to": .string(to), "timezone": .string(timeZone),
+            "groupBy": .array(groupBy.map { .string($0.rawValue) }), "rows": .array(rows.map(\.json)),
+        ]))
+    }
+
+    @Sendable func reconcile(_ request: Request, context: Context) async throws -> Response {
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["provider", "from", "to"])
+        guard let providerName = try query.string("provider") else { throw APIError.invalidRequest(field: "provider", "provider is required") }
+        guard let provider = Provider(rawValue: providerName) else {
+            throw APIError.invalidRequest(field: "provider", "provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let (from, to) = (try query.date("from", required: true)!, try query.date("to", required: true)!)
+        let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard contentType == "text/csv" else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be text/csv", details: ["field": "Content-Type"])
+        }
+        var request = request
+        let file = try await request.collectBody(upTo: Self.maximumFileSize)
+        let collected = RowCollector()
+        let summary = try await financeCall(field: "body") {
+            try await Reconciliation(client: client).run(
+                provider: provider, from: from, to: to, chunks: OneChunk(bytes: Array(file.readableBytesView))
+            ) { row in collected.add(row.json) }
+        }
+        return JSONResponse.make(status: .ok, body: .object(["summary": summary.json, "rows": .array(collected.rows)]))
+    }
+
+    @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["kind", "olderThan"])
+        let kinds = try (query.string("kind")?.split(separator: ",") ?? []).map { name in
+            guard let kind = AnomalyKind(rawValue: String(name)) else {
+                throw APIError.invalidRequest(field: "kind", "kind must be one of \(AnomalyKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return kind
+        }
+        let olderThan = try query.string("olderThan").map { text in
+            guard let duration = ThresholdText.parse(text) else {
+                throw APIError.invalidRequest(field: "olderThan", "olderThan must be a number and a unit s, m, h or d, e.g. 90s, 10m, 24h")
+            }
+            return duration
+        }
+        let found = try await AnomalyFinder(client: client).find(kinds: kinds, olderThan: olderThan)
+        let now = Date()
+        return JSONResponse.make(status: .ok, body: .object(["anomalies": .array(found.map { $0.json(now: now) })]))
+    }
+
+    /// Turns the finance layer's refusals of bad input into 400s naming `field`.
+    private func financeCall<T>(field: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as FinanceError {
+            throw APIError.invalidRequest(field: error == .emptyPeriod ? "from" : field, error.description)
+        } catch let error as ProviderFileError {
+            throw APIError.invalidRequest(field: "body", error.description)
+        }
+    }
+}
+
+/// A whole body as a one-chunk sequence, for `Reconciliation.run`.
+struct OneChunk: AsyncSequence, Sendable {
+    let bytes: [UInt8]
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var bytes: [UInt8]?
+        mutating func next() async -> [UInt8]? { defer { bytes = nil }; return bytes }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(bytes: bytes) }
+}
+
+/// Rows gathered from the reconciliation's callback.
+final class RowCollector: Sendable {
+    private let storage = Mutex<[JSONValue]>([])
+    func add(_ row: JSONValue) { storage.withLock { $0.append(row) } }
+    var rows: [JSONValue] { storage.withLock { $0 } }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// One row of a reconciliation: a transaction of the file, a grant of the ledger absent from it, or a bad line.
+public struct ReconciliationRow: Sendable, Hashable {
+    public var result: ReconciliationResult
+    /// The file's line number (1 is the header); nil for a ledger grant absent from the file.
+    public var line: Int?
+    public var transactionId: String?
+    public var ledger: ReconciliationResult.LedgerSide?
+    public var provider: ProviderTransaction?
+    /// Why a malformed line could not be read.
+    public var problem: String?
+}
+
+/// Per result: how many rows, and their amounts per currency (the provider's amount where the file has one).
+public struct ReconciliationSummary: Sendable, Hashable {
+    public var counts: [ReconciliationResult: Int] = [:]
+    public var amounts: [ReconciliationResult: [String: Int64]] = [:]
+
+    mutating func add(_ row: ReconciliationRow) {
+        counts[row.result, default: 0] += 1
+        if let money = row.provider?.amount ?? row.ledger?.amount {
+            amounts[row.result, default: [:]][money.currency, default: 0] += money.value
+        }
+    }
+
+    /// True when every row matched: what a cron job checks.
+    public var allMatched: Bool { counts.keys.allSatisfy { $0 == .matched } }
+}
+
+/// Reconciles a provider's transaction list against the ledger, streaming: the file is loaded in batches into a
+/// temporary table of the connection, the comparison is one query whose rows stream back, so memory stays flat
+/// however long the file is. A transaction listed twice (paid, then refunded) counts as its refunded line.
+public struct Reconciliation: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    static let batchSize = 5000
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Reads `chunks` (the CSV's bytes), compares, and calls `emit` for every row in file order, then the ledger's
+    /// grants in the period (`from`…`to`, days in UTC, both included) of `provider` that the file lacks.
+    public func run<Chunks: AsyncSequence & Sendable>(
+        provider: Provider, from: String, to: String, chunks: Chunks,
+        emit: @escaping @Sendable (ReconciliationRow) async throws -> Void
+    ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {
+        guard from <= to else { throw FinanceError.emptyPeriod }
+        return try await client.withConnection { connection in
+            try await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
+            try await connection.query(
+                """
+                CREATE TEMP TABLE provider_lines (line int PRIMARY KEY, transaction_id text, product_id text,
+                    amount_minor bigint, currency text, status text, occurred_at timestamptz, problem text)
+                """, logger: logger)
+            do {
+                try await load(chunks, on: connection)
+                let summary = try await compare(provider: provider, from: from, to: to, on: connection, emit: emit)
+                try await connection.query("DROP TABLE pg_temp.provider_lines", logger: logger)
+                return summary
+            } catch {
+                _ = try? await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    private func load<Chunks: AsyncSequence>(_ chunks: Chunks, on connection: PostgresConnection) async throws
+    where Chunks.Element == [UInt8] {
+        var splitter = LineSplitter()
+        var file: ProviderFile?
+        var number = 0
+        var batch: [(Int, Result<ProviderTransaction, ProviderFileError>)] = []
+        func take(_ line: String) async throws {
+            number += 1
+            guard let reader = file else {
+                file = try ProviderFile(header: line)
+                return
+            }
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { return }
+            batch.append((number, reader.parse(line)))
+            if batch.count >= Self.batchSize {
+                try await insert(batch, on: connection)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        for try await chunk in chunks {
+            for line in splitter.feed(chunk) { try await take(line) }
+        }
+        if let last = splitter.finish() { try await take(last) }
+        guard file != nil else { throw ProviderFileError.missingColumns(ProviderFile.columns) }
+        try await insert(batch, on: connection)
+        try await connection.query("CREATE INDEX ON provider_lines (transaction_id)", logger: logger)
+        try await connection.query("ANALYZE provider_lines", logger: logger)
+    }
+
+    private func insert(_ batch: [(Int, Result<ProviderTransaction, ProviderFileError>)], on connection: PostgresConnection) async throws {
+        guard !batch.isEmpty else { return }
+        let good = batch.map { line, result in (try? result.get()).map { (line, $0) } }
+        let lines = batch.map(\.0)
+        let text = { (value: (ProviderTransaction) -> String) in good.map { $0.map { value($0.1) } ?? "" } }
+        let problems = batch.map { _, result in
+            if case .failure(let error) = result { error.description } else { "" }
+        }
+        try await connection.query(
+            """
+            INSERT INTO provider_lines
+            SELECT n.line, NULLIF(n.transaction_id, ''), NULLIF(n.product_id, ''), NULLIF(n.amount, '')::bigint,
+                   NULLIF(n.currency, ''), NULLIF(n.status, ''), NULLIF(n.occurred_at, '')::timestamptz, NULLIF(n.problem, '')
+            FROM unnest(\(lines)::int[], \(text(\.transactionId))::text[], \(text(\.productId))::text[],
+                        \(text { String($0.amount.value) })::text[], \(text(\.amount.currency))::text[],
+                        \(text(\.status.rawValue))::text[], \(text { RFC3339.format($0.occurredAt) })::text[], \(problems)::text[])
+                 AS n(line, transaction_id, product_id, amount, currency, status, occurred_at, problem)
+            """, logger: logger)
+    }
+
+    private func compare(
+        provider: Provider, from: String, to: String, on connection: PostgresConnection,
+        emit: (ReconciliationRow) async throws -> Void
+    ) async throws -> ReconciliationSummary {
+        let rows = try await connection.query(
+            """
+            WITH listed AS (
+                SELECT DISTINCT ON (transaction_id) * FROM provider_lines WHERE problem IS NULL
+                ORDER BY transaction_id, (status = 'refunded') DESC, line
+            )
+            SELECT p.line, p.transaction_id, o.order_id, o.state, o.product_id, o.amount_value, o.currency,
+                   p.product_id, p.amount_minor, p.currency, p.status, p.occurred_at, NULL::text
+            FROM listed p LEFT JOIN orders o ON o.transaction_id = p.transaction_id
+            UNION ALL
+            SELECT NULL, o.transaction_id, o.order_id, o.state, o.product_id, o.amount_value, o.currency,
+                   NULL, NULL, NULL, NULL, NULL, NULL
+            FROM orders o
+            WHERE o.provider = \(provider.rawValue) AND o.transaction_id IS NOT NULL
+              AND o.granted_at >= \(from)::date::timestamp AT TIME ZONE 'UTC'
+              AND o.granted_at < (\(to)::date + 1)::timestamp AT TIME ZONE 'UTC'
+              AND NOT EXISTS (SELECT 1 FROM provider_lines p WHERE p.transaction_id = o.transaction_id)
+            UNION ALL
+            SELECT line, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, problem
+            FROM provider_lines WHERE problem IS NOT NULL
+            ORDER BY 1 NULLS LAST, 2
+            """, logger: logger)
+        var summary = ReconciliationSummary()
+        for try await row in rows {
+            let (line, transactionId, orderId, state, ledgerProduct, ledgerAmount, ledgerCurrency) =
+                try row.decode((Int?, String?, String?, String?, String?, Int64?, String?).self)
+            let columns = row.makeRandomAccess()
+            let problem = try columns[12].decode(String?.self)
+            var ledger: ReconciliationResult.LedgerSide?
+            if let orderId, let state, let ledgerProduct, let ledgerAmount, let ledgerCurrency {
+                guard let state = OrderState(rawValue: state) else { throw CorruptRow(column: "state", value: state) }
+                ledger = .init(orderId: orderId, state: state, productId: ledgerProduct,
+                               amount: Money(value: ledgerAmount, currency: ledgerCurrency))
+            }
+            var listed: ProviderTransaction?
+            if let transactionId, let product = try columns[7].decode(String?.self) {
+                listed = ProviderTransaction(
+                    transactionId: transactionId, productId: product,
+                    amount: Money(value: try columns[8].decode(Int64.self), currency: try columns[9].decode(String.self)),
+                    status: ProviderStatus(rawValue: try columns[10].decode(String.self)) ?? .paid,
+                    occurredAt: try columns[11].decode(Date.self))
+            }
+            let result = problem == nil ? ReconciliationResult.classify(ledger: ledger, provider: listed) : .malformed
+            let reconciled = ReconciliationRow(
+                result: result, line: line, transactionId: transactionId, ledger: ledger, provider: listed, problem: problem)
+            summary.add(reconciled)
+            try await emit(reconciled)
+        }
+        return summary
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// A refusal raised inside an append, with the event it refused: the store rolls the append back, and
+/// `Ledger.record` logs it (`RefusalLog`) before passing the plain `Refusal` on.
+struct RefusedEvent: Error {
+    let refusal: Refusal
+    let event: OrderEvent
+}
+
+/// The refusal log (`refusals`): every refused event, kept as evidence though nothing was written to its order.
+/// Finance reads it for `refused_grant` anomalies: a wrong-account or double-credit attempt is visible there, not only
+/// to the caller that got the 409.
+public struct RefusalLog: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.refusals")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    func record(_ refusal: Refusal, of event: OrderEvent, orderId: String, actor: String) async throws {
+        try await client.query(
+            """
+            INSERT INTO refusals (actor, order_id, event_type, transaction_id, code, details)
+            VALUES (\(actor), \(orderId), \(event.type.rawValue), \(event.transactionId), \(refusal.code),
+                    \(JSONValue.object(refusal.details).canonicalJSON)::jsonb)
+            """, logger: logger)
+    }
+}

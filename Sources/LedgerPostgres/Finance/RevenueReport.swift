@@ -1,0 +1,112 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// What a revenue report is grouped by. Currency is always part of the grouping: amounts in different currencies
+/// are never added together.
+public enum RevenueDimension: String, Sendable, CaseIterable {
+    case day, product, currency, provider
+
+    /// The SQL expression of the dimension over the report's `facts` (a fixed string, never user input).
+    var column: String {
+        switch self {
+        case .day: "to_char(day, 'YYYY-MM-DD')"
+        case .product: "product_id"
+        case .currency: "currency"
+        case .provider: "provider"
+        }
+    }
+}
+
+/// One row of a revenue report: its group's values, then grants, refunds and net, in minor units of `currency`.
+public struct RevenueRow: Sendable, Hashable {
+    public var group: [RevenueDimension: String]
+    public var currency: String
+    public var grantedCount: Int64
+    public var grantedAmount: Int64
+    public var refundedCount: Int64
+    public var refundedAmount: Int64
+    public var netAmount: Int64 { grantedAmount - refundedAmount }
+}
+
+public enum FinanceError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unknownTimeZone(String)
+    case emptyPeriod
+
+    public var description: String {
+        switch self {
+        case .unknownTimeZone(let name): "timezone \(name) is not an IANA time zone PostgreSQL knows (e.g. UTC, Asia/Shanghai)"
+        case .emptyPeriod: "from must not be after to"
+        }
+    }
+}
+
+/// Revenue per group from the `orders` projection (indexed by granted and refunded time), never by replaying
+/// events. A grant counts on the day of its recorded time in `timeZone`, a refund on the day of its own, so a refund
+/// in a later period than its grant lowers that later period.
+public struct RevenueReport: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Days `from` through `to`, both included, as calendar dates (YYYY-MM-DD) in `timeZone`.
+    public func rows(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
+        guard from <= to else { throw FinanceError.emptyPeriod }
+        try await checkTimeZone(timeZone)
+        var dimensions = groupBy.filter { $0 != .currency }
+        dimensions.append(.currency)
+        let columns = dimensions.map(\.column).joined(separator: ", ")
+        let rows = try await client.query(
+            """
+            WITH period AS (
+                SELECT (\(from)::date)::timestamp AT TIME ZONE \(timeZone) AS starts,
+                       (\(to)::date + 1)::timestamp AT TIME ZONE \(timeZone) AS ends
+            ), facts AS (
+                SELECT (granted_at AT TIME ZONE \(timeZone))::date AS day, product_id, currency, provider,
+                       1 AS granted, amount_value AS granted_amount, 0 AS refunded, 0::bigint AS refunded_amount
+                FROM orders, period WHERE granted_at >= period.starts AND granted_at < period.ends
+                UNION ALL
+                SELECT (refunded_at AT TIME ZONE \(timeZone))::date, product_id, COALESCE(refunded_currency, currency),
+                       provider, 0, 0, 1, COALESCE(refunded_value, amount_value)
+                FROM orders, period WHERE refunded_at >= period.starts AND refunded_at < period.ends
+            )
+            SELECT ARRAY[\(unescaped: columns)]::text[], sum(granted)::bigint, sum(granted_amount)::bigint,
+                   sum(refunded)::bigint, sum(refunded_amount)::bigint
+            FROM facts GROUP BY \(unescaped: columns) ORDER BY \(unescaped: columns)
+            """, logger: logger)
+        var report: [RevenueRow] = []
+        for try await (values, granted, grantedAmount, refunded, refundedAmount)
+            in rows.decode(([String], Int64, Int64, Int64, Int64).self) {
+            let group = Dictionary(uniqueKeysWithValues: zip(dimensions, values))
+            report.append(RevenueRow(
+                group: group.filter { groupBy.contains($0.key) }, currency: group[.currency]!, grantedCount: granted,
+                grantedAmount: grantedAmount, refundedCount: refunded, refundedAmount: refundedAmount))
+        }
+        return report
+    }
+
+    private func checkTimeZone(_ name: String) async throws {
+        let rows = try await client.query(
+            "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(name))", logger: logger)
+        for try await known in rows.decode(Bool.self) where known { return }
+        throw FinanceError.unknownTimeZone(name)
+    }
+}
+
+/// A calendar date as the finance routes take it: `YYYY-MM-DD`, and a day that exists.
+public enum CalendarDate {
+    public static func isValid(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard text.utf8.count == 10, parts.count == 3, parts.allSatisfy({ $0.allSatisfy(\.isASCII) }),
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+              parts[0].count == 4, (1...12).contains(month), day >= 1 else { return false }
+        let isLeap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+        let days = [31, isLeap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return day <= days && year >= 1
+    }
+}

@@ -1,0 +1,175 @@
+import ArgumentParser
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+
+/// How finance commands print: an aligned table by default, or CSV, or the API's JSON.
+struct FinanceOutput: ParsableArguments {
+    @Flag(help: "Print CSV.") var csv = false
+    @Flag(help: "Print the same JSON as the API.") var json = false
+
+    func print(header: [String], rows: [[String]], json value: @autoclosure () -> JSONValue) {
+        if json {
+            Swift.print(value().canonicalJSON)
+        } else if csv {
+            Swift.print(([header] + rows).map { $0.map(csvField).joined(separator: ",") }.joined(separator: "\n"))
+        } else {
+            Swift.print(Table(header, rows).rendered)
+        }
+    }
+}
+
+/// A CSV field, quoted when it must be.
+func csvField(_ text: String) -> String {
+    guard text.contains(where: { ",\"\n\r".contains($0) }) else { return text }
+    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// `ledger report revenue`: granted, refunded and net per group, from the projections.
+struct ReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report", abstract: "Finance reports.", subcommands: [RevenueCommand.self])
+}
+
+struct RevenueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revenue", abstract: "Revenue per day, product, currency and/or provider (never summed across currencies).")
+
+    @Option(help: "First day, YYYY-MM-DD (inclusive).") var from: String
+    @Option(help: "Last day, YYYY-MM-DD (inclusive).") var to: String
+    @Option(name: .customLong("group-by"), help: "Any of day,product,currency,provider.") var groupBy = "day,currency"
+    @Option(help: "IANA time zone that decides which day a grant or refund belongs to.") var timezone = "UTC"
+    @OptionGroup var output: FinanceOutput
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
+        let dimensions = try groupBy.split(separator: ",").map { name in
+            guard let dimension = RevenueDimension(rawValue: String(name)) else {
+                throw ValidationError("--group-by takes day, product, currency and provider, not \(name)")
+            }
+            return dimension
+        }
+        let (from, to, timezone) = (from, to, timezone)
+        let rows = try await database.withMigratedClient { client in
+            try await RevenueReport(client: client).rows(from: from, to: to, groupBy: dimensions, timeZone: timezone)
+        }
+        let shown = dimensions.filter { $0 != .currency }
+        output.print(
+            header: shown.map { $0.rawValue.uppercased() } + ["CURRENCY", "GRANTED", "GRANTED AMOUNT", "REFUNDED", "REFUNDED AMOUNT", "NET"],
+            rows: rows.map { row in
+                shown.map { row.group[$0] ?? "" } + [row.currency, String(row.grantedCount), String(row.grantedAmount),
+                                                       String(row.refundedCount), String(row.refundedAmount), String(row.netAmount)]
+            },
+            json: .object(["from": .string(from), "to": .string(to), "timezone": .string(timezone),
+                           "groupBy": .array(dimensions.map { .string($0.rawValue) }), "rows": .array(rows.map(\.json))]))
+    }
+}
+
+/// `ledger reconcile FILE.csv`: compares a provider's transaction list with the ledger, streaming the file.
+/// Exits 1 when any row is not `matched`, so it can run from cron.
+struct ReconcileCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reconcile", abstract: "Reconcile a provider transaction list (CSV) against the ledger.")
+
+    @Argument(help: "CSV with a header: transaction_id,product_id,amount_minor,currency,status,occurred_at") var file: String
+    @Option(help: "app_store, alipay, wechat_pay or other.") var provider: String
+    @Option(help: "First day of the period, YYYY-MM-DD (UTC, inclusive).") var from: String
+    @Option(help: "Last day of the period, YYYY-MM-DD (UTC, inclusive).") var to: String
+    @Flag(help: "Print every row, matched ones too (default: only the others).") var all = false
+    @OptionGroup var output: FinanceOutput
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        guard let provider = Provider(rawValue: provider) else {
+            throw ValidationError("--provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
+        guard let handle = FileHandle(forReadingAtPath: file) else { throw CommandFailure("cannot read \(file)") }
+        let (from, to, output, all) = (from, to, output, all)
+        let printer = RowPrinter(output: output, all: all)
+        let summary = try await database.withMigratedClient { client in
+            try await Reconciliation(client: client).run(
+                provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.print)
+        }
+        printer.finish(summary)
+        if !summary.allMatched { throw ExitCode(1) }
+    }
+}
+
+/// Prints reconciliation rows as they stream (only non-matched ones unless `all`), then the summary.
+struct RowPrinter: Sendable {
+    let output: FinanceOutput
+    let all: Bool
+    static let header = ["LINE", "RESULT", "TRANSACTION", "ORDER", "LEDGER", "PROVIDER", "PROBLEM"]
+
+    @Sendable func print(_ row: ReconciliationRow) async throws {
+        guard all || row.result != .matched else { return }
+        if output.json {
+            Swift.print(row.json.canonicalJSON)
+            return
+        }
+        let ledger = row.ledger.map { "\($0.state.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
+        let provider = row.provider.map { "\($0.status.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
+        let cells = [row.line.map(String.init) ?? "", row.result.rawValue, row.transactionId ?? "", row.ledger?.orderId ?? "",
+                     ledger, provider, row.problem ?? ""]
+        Swift.print(output.csv ? cells.map(csvField).joined(separator: ",") : cells.joined(separator: "\t"))
+    }
+
+    func finish(_ summary: ReconciliationSummary) {
+        if output.json {
+            Swift.print(JSONValue.object(["summary": summary.json]).canonicalJSON)
+            return
+        }
+        let rows = ReconciliationResult.allCases.map { result in
+            [result.rawValue, String(summary.counts[result] ?? 0),
+             (summary.amounts[result] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: "; ")]
+        }
+        FileHandle.standardError.write(Data((Table(["RESULT", "COUNT", "AMOUNTS"], rows).rendered + "\n").utf8))
+    }
+}
+
+/// A file read in 64 KiB chunks.
+struct FileChunks: AsyncSequence, Sendable {
+    let handle: FileHandle
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let handle: FileHandle
+        mutating func next() async throws -> [UInt8]? {
+            guard let data = try handle.read(upToCount: 64 * 1024), !data.isEmpty else { return nil }
+            return Array(data)
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
+}
+
+/// `ledger anomalies`: lost orders and the other cases finance must look at.
+struct AnomaliesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "anomalies", abstract: "List lost orders, unfinished grants, refused grants and other anomalies.")
+
+    @Option(help: "Only these kinds (comma-separated): \(AnomalyKind.allCases.map(\.rawValue).joined(separator: ", ")).") var kind: String?
+    @Option(name: .customLong("older-than"), help: "Override every kind's threshold, e.g. 90s, 10m, 24h.") var olderThan: String?
+    @OptionGroup var output: FinanceOutput
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let kinds = try (kind?.split(separator: ",") ?? []).map { name in
+            guard let kind = AnomalyKind(rawValue: String(name)) else { throw ValidationError("unknown --kind \(name)") }
+            return kind
+        }
+        let threshold = try olderThan.map { text in
+            guard let duration = ThresholdText.parse(text) else { throw ValidationError("--older-than must look like 90s, 10m, 24h") }
+            return duration
+        }
+        let found = try await database.withMigratedClient { client in
+            try await AnomalyFinder(client: client).find(kinds: kinds, olderThan: threshold)
+        }
+        let now = Date()
+        output.print(
+            header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE", "DETAIL"],
+            rows: found.map { [$0.kind.rawValue, $0.orderId, $0.accountId, $0.state, RFC3339.format($0.since),
+                               "\(Int(now.timeIntervalSince($0.since)))s", $0.detail] },
+            json: .object(["anomalies": .array(found.map { $0.json(now: now) })]))
+    }
+}
