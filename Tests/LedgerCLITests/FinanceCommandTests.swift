@@ -1,0 +1,60 @@
+import Foundation
+import Glibc
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("CLI: report, reconcile, anomalies")
+struct FinanceCommandTests {
+    @Test func aMillionLineProviderFileIsReconciledWithFlatMemoryAndExitsNonZeroOnLostOrders() async throws {
+        try await TestDatabase.withURL { url, client in
+            let ids = try await recordHappyOrders(2, on: Ledger(client: client))
+            let granted = try await Ledger(client: client).order(ids[0])!
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("provider-\(UUID().uuidString).csv")
+            defer { try? FileManager.default.removeItem(at: file) }
+            // 1,000,000 transactions the ledger has never seen, plus one it granted.
+            try Data().write(to: file)
+            let handle = try FileHandle(forWritingTo: file)
+            handle.write(Data("transaction_id,product_id,amount_minor,currency,status,occurred_at\n".utf8))
+            handle.write(Data("\(granted.transactionId!),gems.100,499,USD,paid,\(today)T10:00:00Z\n".utf8))
+            var chunk = ""
+            for n in 0..<1_000_000 {
+                chunk += "px-\(n),gems.100,499,USD,paid,\(today)T10:00:00Z\n"
+                if n % 50_000 == 49_999 { handle.write(Data(chunk.utf8)); chunk = "" }
+            }
+            try handle.close()
+
+            let outcome = try await LedgerBinary.run(
+                ["reconcile", file.path, "--provider", "app_store", "--from", today, "--to", today, "--csv"], databaseURL: url)
+            #expect(outcome.status == 1, "lost orders make the cron job fail: \(outcome.stderr.suffix(500))")
+            let lines = outcome.stdout.split(separator: "\n")
+            #expect(lines.count == 1_000_001, "1,000,000 missing_in_ledger and one missing_at_provider")
+            #expect(lines.last?.contains("missing_at_provider") == true)
+            #expect(outcome.stderr.contains("missing_in_ledger") && outcome.stderr.contains("499000000 USD"))
+
+            var usage = rusage()
+            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+            let peakMiB = usage.ru_maxrss / 1024
+            print("reconcile of 1,000,001 lines: peak RSS of the largest child so far \(peakMiB) MiB")
+            #expect(peakMiB < 150, "the file streams: memory stays flat (\(peakMiB) MiB)")
+        }
+    }
+
+    @Test func revenueAndAnomaliesPrintTablesAndJSON() async throws {
+        try await TestDatabase.withURL { url, client in
+            try await recordHappyOrders(1, on: Ledger(client: client))
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let table = try await LedgerBinary.run(["report", "revenue", "--from", today, "--to", today], databaseURL: url)
+            #expect(table.status == 0, "\(table.stderr)")
+            let lines = table.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+            #expect(lines.first == ["DAY", "CURRENCY", "GRANTED", "GRANTED", "AMOUNT", "REFUNDED", "REFUNDED", "AMOUNT", "NET"])
+            #expect(lines.dropFirst().first == [Substring(today), "USD", "1", "499", "0", "0", "499"])
+            let json = try await LedgerBinary.run(["anomalies", "--older-than", "0s", "--json"], databaseURL: url)
+            #expect(json.status == 0 && json.stdout == "{\"anomalies\":[]}\n", "\(json.stdout)")
+            let bad = try await LedgerBinary.run(["report", "revenue", "--from", "yesterday", "--to", today], databaseURL: url)
+            #expect(bad.status != 0 && bad.stderr.contains("--from"))
+        }
+    }
+}
