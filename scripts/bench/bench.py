@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+"""The ledger against raw PostgreSQL, side by side in one run (issue 7). Entry point: scripts/bench/run.
+
+1. a PostgreSQL with the schema: the embedded cluster in $LEDGER_BENCH_DIR (default /var/tmp/ledger-bench, wiped),
+   or $DATABASE_URL; the raw baseline runs in a sibling database `ledger_bench_raw` of the same cluster;
+2.+3. for 16 and 64 clients, each pair back to back: pgbench (workload.py's scripts) then the service
+   (`ledger serve`, release build, driven by loadgen.py over loopback) for single-event appends, 6-event batches
+   and history reads;
+4. `ledger rebuild` over >= 1,000,000 events vs `COPY (SELECT … ORDER BY position) TO STDOUT` through psql;
+5. one table on stdout, JSON in bench-results/latest.json. Exit status 1 if any phase failed.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import workload  # noqa: E402
+
+PG_BIN = os.environ.get("PG_BIN") or next(
+    (p for p in sorted(__import__("glob").glob("/usr/lib/postgresql/*/bin"), reverse=True)), "")
+IS_ROOT = os.geteuid() == 0
+
+
+def log(message):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def pg_tool(name):
+    path = os.path.join(PG_BIN, name)
+    return path if os.path.exists(path) else (shutil.which(name) or name)
+
+
+def sh(cmd, check=True, capture=True, env=None, as_postgres=False, **kw):
+    if as_postgres and IS_ROOT:
+        cmd = ["runuser", "-u", "postgres", "--"] + cmd
+    kw.setdefault("stdout", subprocess.PIPE if capture else None)
+    kw.setdefault("stderr", subprocess.PIPE if capture else None)
+    result = subprocess.run(cmd, check=False, text=True, env=env, **kw)
+    if check and result.returncode != 0:
+        raise SystemExit(f"command failed ({result.returncode}): {' '.join(cmd)}\n{result.stdout or ''}{result.stderr or ''}")
+    return result
+
+
+def psql(url, sql, quiet=True):
+    out = sh([pg_tool("psql"), url, "-X", "-v", "ON_ERROR_STOP=1", "-Atq", "-c", sql])
+    return out.stdout.strip()
+
+
+def with_database(url, name):
+    """The same server URL naming another database."""
+    return re.sub(r"^(postgres(?:ql)?://[^/]*/)([^?]*)", lambda m: m.group(1) + name, url)
+
+
+class Cluster:
+    """The embedded cluster, initialised by `ledger migrate`, then kept running by us for the whole run."""
+
+    def __init__(self, ledger, directory):
+        self.ledger, self.directory = ledger, directory
+        self.url = f"postgres://postgres@/ledger?host={directory}/run"
+
+    def start(self):
+        if os.path.exists(self.directory):
+            self.stop(quiet=True)
+            shutil.rmtree(self.directory)
+        os.makedirs(self.directory)
+        env = dict(os.environ, LEDGER_DATA_DIR=self.directory)
+        env.pop("DATABASE_URL", None)
+        sh([self.ledger, "migrate"], env=env)  # initdb, start, create and migrate `ledger`, stop
+        sh([pg_tool("pg_ctl"), "-D", f"{self.directory}/pg", "-l", f"{self.directory}/pg/server.log", "-w", "-s", "start"],
+           as_postgres=True)
+
+    def stop(self, quiet=False):
+        if os.path.exists(f"{self.directory}/pg/postmaster.pid"):
+            sh([pg_tool("pg_ctl"), "-D", f"{self.directory}/pg", "-m", "fast", "-w", "-s", "stop"], check=not quiet,
+               as_postgres=True)
+
+
+class Service:
+    def __init__(self, ledger, url, port, log_path):
+        self.ledger, self.url, self.port, self.log_path = ledger, url, port, log_path
+        self.process = None
+
+    def start(self):
+        env = dict(os.environ, LOG_LEVEL=os.environ.get("BENCH_LOG_LEVEL", "warning"))
+        self.log_file = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [self.ledger, "serve", "--port", str(self.port), "--database-url", self.url],
+            stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"ledger serve exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except Exception:
+                pass
+            time.sleep(0.2)
+        raise SystemExit(f"ledger serve did not become ready; see {self.log_path}")
+
+    def reset_peak_rss(self):
+        try:
+            with open(f"/proc/{self.process.pid}/clear_refs", "w") as f:
+                f.write("5")  # resets VmHWM to the current RSS
+            return True
+        except OSError:
+            return False
+
+    def status(self):
+        values = {}
+        with open(f"/proc/{self.process.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmHWM", "VmRSS"):
+                    values[key] = int(value.split()[0]) / 1024  # MB
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        values["cpu_s"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return values
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(sorted_values, p):
+    if not sorted_values:
+        return None
+    return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
+
+
+def run_pgbench(url, script_text, kind, clients, duration, variables, workdir):
+    script = os.path.join(workdir, f"raw-{kind}.sql")
+    with open(script, "w") as f:
+        f.write(script_text)
+    logdir = tempfile.mkdtemp(prefix=f"pgbench-{kind}-{clients}-", dir=workdir)
+    os.chmod(logdir, 0o777)
+    cmd = [pg_tool("pgbench"), "-n", "-M", os.environ.get("BENCH_PGBENCH_MODE", "extended"),
+           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 2)), "-T", str(int(duration)),
+           "-l", f"--log-prefix={logdir}/tx", "-f", script]
+    for key, value in variables.items():
+        cmd += ["-D", f"{key}={value}"]
+    cmd.append(url)
+    result = sh(cmd, check=False)
+    output = (result.stdout or "") + (result.stderr or "")
+    latencies = []
+    for name in os.listdir(logdir):
+        with open(os.path.join(logdir, name)) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 3 and fields[2].isdigit():
+                    latencies.append(int(fields[2]) / 1000.0)  # µs → ms
+    shutil.rmtree(logdir, ignore_errors=True)
+    latencies.sort()
+    tps = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", output)
+    failed_tx = re.search(r"number of failed transactions: (\d+)", output)
+    per_request = 6 if kind == "batch" else 1
+    tps = float(tps.group(1)) if tps else 0.0
+    failed = result.returncode != 0 or tps == 0 or (failed_tx and int(failed_tx.group(1)) > 0)
+    if failed:
+        log(f"pgbench {kind} x{clients} FAILED:\n{output[-2000:]}")
+    return {
+        "requests_per_s": tps, "events_per_s": tps * per_request, "requests": len(latencies),
+        "p50_ms": percentile(latencies, 0.50), "p99_ms": percentile(latencies, 0.99),
+        "mean_ms": sum(latencies) / len(latencies) if latencies else None, "failed": bool(failed),
+    }
+
+
+def run_loadgen(kind, clients, duration, port, token, run_tag, horders):
+    cmd = [sys.executable, os.path.join(HERE, "loadgen.py"), "--kind", kind, "--clients", str(clients),
+           "--duration", str(duration), "--port", str(port), "--token", token, "--run", run_tag,
+           "--horders", str(horders)]
+    result = sh(cmd, check=False)
+    try:
+        data = json.loads(result.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise SystemExit(f"loadgen {kind} produced no result:\n{result.stdout}\n{result.stderr}")
+    if data["failed"]:
+        log(f"service {kind} x{clients} FAILED: statuses {data['statuses']}; {data['problems']}")
+    return data
+
+
+def machine():
+    memory = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                memory = int(line.split()[1]) // 1024
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"nproc": os.cpu_count(), "cpu": cpu, "memory_mb": memory, "kernel": platform.release()}
+
+
+def fmt(value, digits=1):
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def ratio(a, b):
+    return (a / b) if (a is not None and b) else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 10 s phases, 100k events for rebuild")
+    parser.add_argument("--duration", type=float, help="seconds per phase (default 15; --quick 10)")
+    parser.add_argument("--clients", default="16,64", help="comma-separated client counts (default 16,64)")
+    parser.add_argument("--rebuild-events", type=int, help="events for the rebuild (default 1,000,000; --quick 100,000)")
+    parser.add_argument("--history-orders", type=int, help="orders h-1…h-N read by the history phase (default 5000)")
+    parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
+    args = parser.parse_args()
+    duration = args.duration or (10 if args.quick else 15)
+    rebuild_events = args.rebuild_events or (100_000 if args.quick else 1_000_000)
+    horders = args.history_orders or (2000 if args.quick else 5000)
+    client_counts = [int(c) for c in args.clients.split(",")]
+
+    ledger = os.environ.get("LEDGER_BIN") or os.path.join(ROOT, ".build-release", "release", "ledger")
+    if not os.path.exists(ledger):
+        log("building the release binary (swift build -c release --product ledger --scratch-path .build-release)")
+        sh(["swift", "build", "-c", "release", "--product", "ledger", "--scratch-path", ".build-release"],
+           cwd=ROOT, capture=False)
+    os.makedirs(args.out, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="run-", dir=args.out)
+    os.chmod(workdir, 0o755)
+    run_tag = str(int(time.time()) % 100000)
+
+    cluster = None
+    if os.environ.get("DATABASE_URL"):
+        url = os.environ["DATABASE_URL"]
+        sh([ledger, "migrate", "--database-url", url])
+    else:
+        directory = os.environ.get("LEDGER_BENCH_DIR", "/var/tmp/ledger-bench")
+        log(f"starting the embedded cluster in {directory}")
+        cluster = Cluster(ledger, directory)
+        cluster.start()
+        url = cluster.url
+    raw_url = with_database(url, "ledger_bench_raw")
+    service = None
+    results = {"pairs": [], "failed": False}
+    try:
+        psql(url, "DROP DATABASE IF EXISTS ledger_bench_raw")
+        psql(url, "CREATE DATABASE ledger_bench_raw")
+        sh([ledger, "migrate", "--database-url", raw_url])
+        pg_version = psql(url, "SHOW server_version")
+        settings = psql(url, "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings "
+                             "WHERE name IN ('shared_buffers','synchronous_commit','fsync','max_connections','wal_level')")
+
+        token = sh([ledger, "tokens", "create", "--name", f"bench-{run_tag}", "--scopes", "events:write,events:read",
+                    "--database-url", url]).stdout.strip().splitlines()[-1].strip()
+        token_hash = hashlib.sha256(token.encode()).hexdigest()
+        psql(raw_url, f"INSERT INTO api_tokens (name, secret_hash, scopes) VALUES "
+                      f"('bench', decode('{token_hash}', 'hex'), '{{events:write,events:read}}')")
+        log(f"raw database: preloading {horders} orders for history reads")
+        sh([pg_tool("psql"), raw_url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", workload.preload_history_sql(horders)])
+
+        port = int(os.environ.get("BENCH_PORT") or free_port())
+        service = Service(ledger, url, port, os.path.join(args.out, "serve.log"))
+        log(f"starting ledger serve on port {port}")
+        service.start()
+        log(f"service: preloading {horders} orders for history reads (batches, 16 clients; also the warm-up)")
+        preload = run_loadgen("preload", 16, 0, port, token, run_tag, horders)
+        if preload["failed"]:
+            raise SystemExit("preloading history orders through the service failed")
+        psql(url, "VACUUM ANALYZE")
+        psql(raw_url, "VACUUM ANALYZE")
+
+        scripts = {"single": workload.pgbench_single_event(), "batch": workload.pgbench_batch(),
+                   "history": workload.pgbench_history()}
+        variables = {"run": run_tag, "tokhash": token_hash, "n": 0, "horders": horders}
+        for clients in client_counts:
+            for kind in ["single", "batch", "history"]:
+                log(f"{kind} x{clients}: pgbench {duration:.0f} s")
+                variables["phase"] = len(results["pairs"])
+                raw = run_pgbench(raw_url, scripts[kind], kind, clients, duration, variables, workdir)
+                log(f"{kind} x{clients}: service {duration:.0f} s")
+                service.reset_peak_rss()
+                before = service.status()
+                svc = run_loadgen(kind, clients, duration, port, token, run_tag, horders)
+                after = service.status()
+                svc["peak_rss_mb"] = after["VmHWM"]
+                svc["service_cpu_pct"] = 100 * (after["cpu_s"] - before["cpu_s"]) / svc["seconds"]
+                svc["loadgen_cpu_pct"] = 100 * svc["loadgen_cpu_s"] / svc["seconds"]
+                pair = {"workload": kind, "clients": clients, "raw": raw, "service": svc,
+                        "throughput_ratio": ratio(svc["events_per_s"], raw["events_per_s"]),
+                        "p99_ratio": ratio(svc["p99_ms"], raw["p99_ms"])}
+                results["pairs"].append(pair)
+                results["failed"] |= raw["failed"] or svc["failed"]
+                log(f"  raw {fmt(raw['events_per_s'])} ev/s p99 {fmt(raw['p99_ms'], 2)} ms | service "
+                    f"{fmt(svc['events_per_s'])} ev/s p99 {fmt(svc['p99_ms'], 2)} ms, RSS {fmt(svc['peak_rss_mb'])} MB "
+                    f"| ratio {fmt(pair['throughput_ratio'], 2)}")
+        results["service_peak_rss_mb"] = max(p["service"]["peak_rss_mb"] for p in results["pairs"])
+        service.stop()
+
+        # 4. rebuild over >= rebuild_events events: copy the service's own h-1 lifecycle under new order ids.
+        have = int(psql(url, "SELECT count(*) FROM events"))
+        extra_orders = max(0, -(-(rebuild_events - have) // 6))
+        log(f"rebuild: loading {extra_orders * 6} more events ({have} present) by INSERT … SELECT")
+        started = time.time()
+        chunk = 50_000
+        for first in range(1, extra_orders + 1, chunk):
+            last = min(extra_orders, first + chunk - 1)
+            psql(url, f"""
+                INSERT INTO streams (order_id, version) SELECT 'r{run_tag}-' || g, 6 FROM generate_series({first}, {last}) g;
+                INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+                SELECT 'r{run_tag}-' || g, e.version, gen_random_uuid(), e.type,
+                       CASE WHEN e.data ? 'transactionId'
+                            THEN jsonb_set(e.data, '{{transactionId}}', to_jsonb('t-r{run_tag}-' || g)) ELSE e.data END,
+                       e.metadata, e.occurred_at, e.recorded_at, e.canonical, e.hash
+                FROM generate_series({first}, {last}) g CROSS JOIN (SELECT * FROM events WHERE order_id = 'h-1') e
+                ORDER BY g, e.version""")
+        psql(url, "VACUUM ANALYZE")
+        total = int(psql(url, "SELECT count(*) FROM events"))
+        log(f"rebuild: {total} events loaded in {time.time() - started:.0f} s")
+        copy_sql = f"COPY (SELECT {workload.EVENT_COLUMNS} FROM events ORDER BY position) TO STDOUT"
+        sh([pg_tool("psql"), url, "-X", "-q", "-c", copy_sql], capture=False, stdout=subprocess.DEVNULL)  # warm-up
+        started = time.perf_counter()
+        copy = sh([pg_tool("psql"), url, "-X", "-q", "-c", copy_sql], check=False, capture=False, stdout=subprocess.DEVNULL)
+        copy_seconds = time.perf_counter() - started
+        log(f"rebuild: COPY {copy_seconds:.2f} s; running ledger rebuild")
+        started = time.perf_counter()
+        rebuild = subprocess.Popen([ledger, "rebuild", "--database-url", url], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(rebuild.pid, 0)
+        rebuild_seconds = time.perf_counter() - started
+        rebuild_out = rebuild.stdout.read() + rebuild.stderr.read()
+        rebuild_ok = os.waitstatus_to_exitcode(status) == 0
+        rebuilt_orders = int(psql(url, "SELECT count(*) FROM orders"))
+        streams = int(psql(url, "SELECT count(*) FROM streams"))
+        if not rebuild_ok or rebuilt_orders != streams:
+            log(f"rebuild FAILED ({rebuilt_orders} orders for {streams} streams): {rebuild_out[-2000:]}")
+            rebuild_ok = False
+        results["rebuild"] = {
+            "events": total, "copy_seconds": copy_seconds, "copy_events_per_s": total / copy_seconds,
+            "copy_failed": copy.returncode != 0,
+            "rebuild_seconds": rebuild_seconds, "rebuild_events_per_s": total / rebuild_seconds,
+            "rebuild_reported": rebuild_out.strip().splitlines()[-1] if rebuild_out.strip() else "",
+            "rebuild_peak_rss_mb": usage.ru_maxrss / 1024, "failed": (not rebuild_ok) or copy.returncode != 0,
+        }
+        results["rebuild"]["ratio"] = results["rebuild"]["rebuild_events_per_s"] / results["rebuild"]["copy_events_per_s"]
+        results["failed"] |= results["rebuild"]["failed"]
+    finally:
+        if service:
+            service.stop()
+        if cluster and not args.keep:
+            cluster.stop(quiet=True)
+
+    results.update({
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full", "seconds_per_phase": duration, "history_orders": horders,
+        "machine": machine(), "postgres": pg_version, "postgres_settings": settings,
+        "pgbench_mode": os.environ.get("BENCH_PGBENCH_MODE", "extended"),
+        "service_log_level": os.environ.get("BENCH_LOG_LEVEL", "warning"),
+        "loadgen_event_loop": results["pairs"][0]["service"]["event_loop"] if results["pairs"] else None,
+    })
+    results["targets"] = targets(results)
+    print(table(results))
+    with open(os.path.join(args.out, "latest.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    shutil.rmtree(workdir, ignore_errors=True)
+    log(f"wrote {os.path.join(args.out, 'latest.json')}" + ("; RUN FAILED" if results["failed"] else ""))
+    sys.exit(1 if results["failed"] else 0)
+
+
+def targets(results):
+    pair = {(p["workload"], p["clients"]): p for p in results["pairs"]}
+    out = []
+
+    def add(name, figure, met):
+        out.append({"target": name, "figure": figure, "met": bool(met) if met is not None else None})
+
+    single16 = pair.get(("single", 16))
+    if single16:
+        r = single16["throughput_ratio"]
+        add("single-event appends >= 0.7x raw at 16 clients", f"{r:.2f}x", r >= 0.7)
+    for p in [p for p in results["pairs"] if p["workload"] == "batch"]:
+        r, ev = p["throughput_ratio"], p["service"]["events_per_s"]
+        add(f"batch appends >= 0.7x raw and >= 10,000 events/s ({p['clients']} clients)",
+            f"{r:.2f}x, {ev:,.0f} events/s", r >= 0.7 and ev >= 10_000)
+    for p in [p for p in results["pairs"] if p["workload"] == "history"]:
+        r = p["throughput_ratio"]
+        add(f"history reads >= 0.5x raw ({p['clients']} clients)", f"{r:.2f}x", r >= 0.5)
+    for p in results["pairs"]:
+        r = p["p99_ratio"]
+        add(f"p99 <= 2x raw p99 ({p['workload']}, {p['clients']} clients)",
+            f"{p['service']['p99_ms']:.2f} ms vs {p['raw']['p99_ms']:.2f} ms = {r:.2f}x" if r else "-", r is not None and r <= 2)
+    rb = results.get("rebuild")
+    if rb:
+        add("rebuild >= 150,000 events/s and >= 0.5x COPY",
+            f"{rb['rebuild_events_per_s']:,.0f} events/s, {rb['ratio']:.2f}x COPY ({rb['copy_events_per_s']:,.0f}/s)",
+            rb["rebuild_events_per_s"] >= 150_000 and rb["ratio"] >= 0.5)
+    rss = [p["service"]["peak_rss_mb"] for p in results["pairs"] if p["clients"] == 64]
+    if rss:
+        add("service RSS <= 150 MB under 64 clients", f"{max(rss):.0f} MB", max(rss) <= 150)
+    return out
+
+
+def table(results):
+    lines = []
+    head = ("| workload | clients | raw /s | raw p50 ms | raw p99 ms | service /s | service p50 ms | service p99 ms "
+            "| service RSS MB | service CPU % | loadgen CPU % | ratio /s | ratio p99 |")
+    lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    for p in results["pairs"]:
+        raw, svc = p["raw"], p["service"]
+        unit = "req" if p["workload"] == "history" else "ev"
+        flag = " FAILED" if raw["failed"] or svc["failed"] else ""
+        lines.append(
+            f"| {p['workload']}{flag} | {p['clients']} | {fmt(raw['events_per_s'])} {unit} | {fmt(raw['p50_ms'], 2)} | "
+            f"{fmt(raw['p99_ms'], 2)} | {fmt(svc['events_per_s'])} {unit} | {fmt(svc['p50_ms'], 2)} | {fmt(svc['p99_ms'], 2)} | "
+            f"{fmt(svc['peak_rss_mb'], 0)} | {fmt(svc['service_cpu_pct'], 0)} | {fmt(svc['loadgen_cpu_pct'], 0)} | "
+            f"{fmt(p['throughput_ratio'], 2)} | {fmt(p['p99_ratio'], 2)} |")
+    rb = results.get("rebuild")
+    if rb:
+        lines.append(
+            f"| rebuild{' FAILED' if rb['failed'] else ''} ({rb['events']:,} events) | 1 | {fmt(rb['copy_events_per_s'])} ev (COPY, "
+            f"{rb['copy_seconds']:.2f} s) | - | - | {fmt(rb['rebuild_events_per_s'])} ev ({rb['rebuild_seconds']:.2f} s) | - | - | "
+            f"{fmt(rb['rebuild_peak_rss_mb'], 0)} | - | - | {fmt(rb['ratio'], 2)} | - |")
+    lines.append("")
+    lines.append("/s: events per second for appends and rebuild (a batch is 6 events), requests per second for history; "
+                 "latencies per request (per pgbench transaction for raw).")
+    lines.append("")
+    for t in results.get("targets", []):
+        lines.append(f"- {'MET    ' if t['met'] else 'NOT MET'} {t['target']}: {t['figure']}")
+    lines.append("")
+    lines.append("RUN FAILED (unexpected statuses or errors; see above)" if results["failed"] else "run OK: every response as expected")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""Shared by the fault scripts: start and stop `ledger serve` on an embedded cluster, post order lifecycles,
+query the database over its socket. Standard library only; loopback only.
+
+Environment: LEDGER_BIN (default .build/release/ledger, else .build/debug/ledger).
+"""
+import glob
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def fail(message):
+    print(f"FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def ledger_binary():
+    explicit = os.environ.get("LEDGER_BIN")
+    if explicit:
+        return explicit
+    for candidate in (".build/release/ledger", ".build/debug/ledger"):
+        path = os.path.join(REPO, candidate)
+        if os.access(path, os.X_OK):
+            return path
+    fail("no ledger binary: build one (swift build --product ledger) or set LEDGER_BIN")
+
+
+def pg_bin():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if found:
+        return os.path.dirname(found[-1])
+    path = shutil.which("pg_ctl")
+    if path:
+        return os.path.dirname(path)
+    fail("PostgreSQL server binaries not found (apt-get install postgresql)")
+
+
+class Service:
+    """`ledger serve` on the embedded cluster in `data_dir`, on 127.0.0.1:`port`."""
+
+    def __init__(self, data_dir, port, fresh=True):
+        self.data_dir = data_dir
+        self.port = port
+        self.binary = ledger_binary()
+        self.process = None
+        self.log_path = os.path.join(data_dir, "serve.log")
+        if fresh:
+            self.stop_cluster()
+            shutil.rmtree(data_dir, ignore_errors=True)
+        os.makedirs(data_dir, exist_ok=True)
+
+    @property
+    def database_url(self):
+        return f"postgres://postgres@/ledger?host={self.data_dir}/run"
+
+    @property
+    def pg_data(self):
+        return os.path.join(self.data_dir, "pg")
+
+    def env(self):
+        env = dict(os.environ)
+        env["LEDGER_DATA_DIR"] = self.data_dir
+        env.pop("DATABASE_URL", None)
+        return env
+
+    def start(self, timeout=90):
+        log = open(self.log_path, "a")
+        self.process = subprocess.Popen(
+            [self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                fail(f"serve exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                status, _, _ = request("GET", self.port, "/readyz", timeout=2)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        fail(f"serve did not become ready in {timeout} s; see {self.log_path}")
+
+    def kill9(self):
+        """SIGKILL to the service process only (by pid); the embedded PostgreSQL keeps running."""
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def pg_ctl(self, *arguments, check=True):
+        command = ["runuser", "-u", "postgres", "--", os.path.join(pg_bin(), "pg_ctl"), "-D", self.pg_data, *arguments]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if check and result.returncode != 0:
+            fail(f"{' '.join(command)}: {result.stdout}{result.stderr}")
+        return result
+
+    def stop_cluster(self):
+        """Stops the embedded cluster when it runs (a restarted service does not own it, so it would not)."""
+        if os.path.exists(os.path.join(self.pg_data, "postmaster.pid")):
+            self.pg_ctl("-m", "fast", "-w", "-s", "stop", check=False)
+
+    def ledger(self, *arguments):
+        """Runs a `ledger` subcommand against this cluster; returns (exit status, stdout, stderr)."""
+        result = subprocess.run(
+            [self.binary, *arguments, "--database-url", self.database_url],
+            env=self.env(), capture_output=True, text=True, timeout=120)
+        return result.returncode, result.stdout, result.stderr
+
+    def create_token(self, name):
+        status, out, err = self.ledger("tokens", "create", "--name", name, "--scopes", "events:write,events:read,finance:read")
+        if status != 0:
+            fail(f"tokens create: {err}")
+        return out.strip()
+
+    def psql(self, sql):
+        """Rows of a query, as lists of strings (psql unaligned, tab-separated)."""
+        result = subprocess.run(
+            ["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data_dir, "run"),
+             "-U", "postgres", "-d", "ledger", "-c", sql],
+            capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            fail(f"psql: {result.stderr}")
+        return [line.split("\t") for line in result.stdout.splitlines() if line]
+
+
+def request(method, port, path, body=None, token=None, timeout=10.0):
+    """One HTTP request on a fresh connection: (status, headers as a lower-case dict, body bytes)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def lifecycle(order_id, transaction_id, account_id):
+    """The six events of a purchase from creation to finish (README), each with a fresh eventId."""
+    product = "gems.100"
+    data = [
+        ("order.created", {"accountId": account_id, "productId": product, "amount": {"value": 499, "currency": "USD"},
+                           "provider": "app_store"}),
+        ("payment.queued", {"applicationUsername": account_id}),
+        ("receipt.received", {"transactionId": transaction_id, "receipt": "MIIT..."}),
+        ("receipt.verified", {"transactionId": transaction_id, "productId": product, "environment": "production",
+                              "purchasedAt": "2026-11-22T10:00:00Z"}),
+        ("order.granted", {"transactionId": transaction_id, "accountId": account_id, "items": {"gems": 100}}),
+        ("order.finished", {}),
+    ]
+    events = []
+    for event_type, event_data in data:
+        event_id = str(uuid.uuid4())
+        events.append((event_id, json.dumps({"eventId": event_id, "type": event_type, "data": event_data})))
+    return events
+
+
+class AckLog:
+    """Every 2xx a client received, one line each, flushed at once: `eventId orderId status`."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.file = open(path, "w")
+
+    def record(self, event_id, order_id, status):
+        with self.lock:
+            self.file.write(f"{event_id} {order_id} {status}\n")
+            self.file.flush()
+
+    def close(self):
+        self.file.close()
+
+    @staticmethod
+    def read(path):
+        with open(path) as file:
+            return [line.split() for line in file if line.strip()]
+
+
+def check_ledger(service, prefix, acknowledged):
+    """The database's view of the orders whose ids start with `prefix`: returns a dict of figures and a list of
+    problems (empty: every acknowledged event exactly once, no half-written order, verify passed)."""
+    problems = []
+    rows = service.psql(f"SELECT event_id::text, order_id, type FROM events WHERE order_id LIKE '{prefix}%'")
+    found = {}
+    for event_id, order_id, event_type in rows:
+        found[event_id] = found.get(event_id, 0) + 1
+    per_type = {}
+    for _, order_id, event_type in rows:
+        per_type[(order_id, event_type)] = per_type.get((order_id, event_type), 0) + 1
+    duplicates = sum(count - 1 for count in found.values() if count > 1) + sum(
+        count - 1 for count in per_type.values() if count > 1)
+    missing = [event_id for event_id in acknowledged if event_id not in found]
+    if missing:
+        problems.append(f"{len(missing)} acknowledged events are missing, e.g. {missing[:3]}")
+    if duplicates:
+        problems.append(f"{duplicates} duplicate events")
+    half = service.psql(f"""
+        SELECT coalesce(o.order_id, e.order_id, s.order_id), o.version, e.max_version, s.version
+        FROM (SELECT order_id, max(version) AS max_version, count(*) AS n FROM events
+              WHERE order_id LIKE '{prefix}%' GROUP BY order_id) e
+        FULL JOIN (SELECT * FROM orders WHERE order_id LIKE '{prefix}%') o ON o.order_id = e.order_id
+        FULL JOIN (SELECT * FROM streams WHERE order_id LIKE '{prefix}%') s ON s.order_id = coalesce(o.order_id, e.order_id)
+        WHERE o.version IS DISTINCT FROM e.max_version OR s.version IS DISTINCT FROM e.max_version
+           OR e.max_version IS DISTINCT FROM e.n""")
+    if half:
+        problems.append(f"{len(half)} half-written orders (order, orders.version, max event version, stream version): {half[:3]}")
+    orders = service.psql(f"SELECT count(*) FROM orders WHERE order_id LIKE '{prefix}%'")[0][0]
+    status, out, err = service.ledger("verify")
+    if status != 0:
+        problems.append(f"ledger verify exited {status}: {out.strip()} {err.strip()}")
+    figures = {"acknowledged": len(acknowledged), "found": len(found), "acknowledged_found": len(acknowledged) - len(missing),
+               "duplicates": duplicates, "orders": int(orders), "half_written": len(half),
+               "verify": "passed" if status == 0 else f"exit {status}"}
+    return figures, problems
