@@ -75,7 +75,7 @@ struct FinanceRoutes {
         }
         let olderThan = try query.string("olderThan").map { text in
             guard let duration = ThresholdText.parse(text) else {
-                throw APIError.invalidRequest(field: "olderThan", "olderThan must be a number and a unit s, m, h or d, e.g. 90s, 10m, 24h")
+                throw APIError.invalidRequest(field: "olderThan", "olderThan must be a number and a unit s, m, h or d, e.g. 90s, 10m, 24h, at most 100 years")
             }
             return duration
         }

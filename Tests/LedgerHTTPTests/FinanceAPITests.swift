@@ -46,6 +46,8 @@ struct FinanceAPITests {
                 ("/v1/reports/revenue?from=2026-11-30&to=2026-11-01", "from"),
                 ("/v1/anomalies?kind=ghost", "kind"),
                 ("/v1/anomalies?olderThan=soon", "olderThan"),
+                ("/v1/anomalies?olderThan=91404210d", "olderThan"),
+                ("/v1/anomalies?olderThan=-5m", "olderThan"),
                 ("/v1/orders?accountId=a%00b", "request"),
             ]
             for (uri, field) in cases {

@@ -92,16 +92,15 @@ public struct AnomalyFinder: Sendable {
     }
 }
 
-/// `90s`, `10m`, `24h`, `2d`: how `olderThan` is written.
+/// `90s`, `10m`, `24h`, `2d`: how `olderThan` is written; at most 100 years, so `now() - threshold` stays a time
+/// PostgreSQL can represent.
 public enum ThresholdText {
+    static let maximumSeconds: Int64 = 100 * 366 * 86_400
+
     public static func parse(_ text: String) -> Duration? {
-        guard let unit = text.last, let number = Int64(text.dropLast()), number >= 0, number <= 100_000_000 else { return nil }
-        switch unit {
-        case "s": return .seconds(number)
-        case "m": return .seconds(number * 60)
-        case "h": return .seconds(number * 3600)
-        case "d": return .seconds(number * 86_400)
-        default: return nil
-        }
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        guard let unit = text.last.flatMap({ units[$0] }), let number = Int64(text.dropLast()), number >= 0,
+              number <= maximumSeconds / unit else { return nil }
+        return .seconds(number * unit)
     }
 }
