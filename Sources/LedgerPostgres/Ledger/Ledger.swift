@@ -42,6 +42,8 @@ public struct Ledger: Sendable {
                 try await rows.decideAndProject(events, in: context)
             }
         } catch let refusal as RefusedEvent {
+            // Evidence first: if the log cannot be written, the caller gets the database error (a 503) and retries,
+            // rather than a refusal nobody in finance will ever see.
             try await RefusalLog(client: client, logger: store.logger).record(
                 refusal.refusal, of: refusal.event, orderId: orderId, actor: metadata.actor)
             throw refusal.refusal
