@@ -25,12 +25,7 @@ struct FinanceRoutes {
         let query = QueryParameters(request)
         try query.onlyAllowing(["from", "to", "groupBy", "timezone"])
         let (from, to) = (try query.date("from", required: true)!, try query.date("to", required: true)!)
-        let groupBy = try (query.string("groupBy") ?? "day,currency").split(separator: ",").map { name in
-            guard let dimension = RevenueDimension(rawValue: String(name)) else {
-                throw APIError.invalidRequest(field: "groupBy", "groupBy takes day, product, currency and provider, not \(name)")
-            }
-            return dimension
-        }
+        let groupBy = try names(query.string("groupBy") ?? "day,currency", RevenueDimension.self, field: "groupBy")
         let timeZone = try query.string("timezone") ?? "UTC"
         let rows = try await financeCall(field: "timezone") {
             try await RevenueReport(client: client).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
@@ -67,12 +62,7 @@ struct FinanceRoutes {
     @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
         let query = QueryParameters(request)
         try query.onlyAllowing(["kind", "olderThan"])
-        let kinds = try (query.string("kind")?.split(separator: ",") ?? []).map { name in
-            guard let kind = AnomalyKind(rawValue: String(name)) else {
-                throw APIError.invalidRequest(field: "kind", "kind must be one of \(AnomalyKind.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return kind
-        }
+        let kinds = try names(query.string("kind") ?? "", AnomalyKind.self, field: "kind")
         let olderThan = try query.string("olderThan").map { text in
             guard let duration = ThresholdText.parse(text) else {
                 throw APIError.invalidRequest(field: "olderThan", "olderThan must be a number and a unit s, m, h or d, e.g. 90s, 10m, 24h, at most 100 years")
@@ -82,6 +72,17 @@ struct FinanceRoutes {
         let found = try await AnomalyFinder(client: client).find(kinds: kinds, olderThan: olderThan)
         let now = Date()
         return JSONResponse.make(status: .ok, body: .object(["anomalies": .array(found.map { $0.json(now: now) })]))
+    }
+
+    /// A comma-separated parameter of known names; an unknown one is a 400 naming `field`.
+    private func names<Value: RawRepresentable<String> & CaseIterable>(
+        _ text: String, _ type: Value.Type, field: String
+    ) throws -> [Value] {
+        do {
+            return try NameList.parse(text, as: type)
+        } catch {
+            throw APIError.invalidRequest(field: field, "\(field): \(error)")
+        }
     }
 
     /// Turns the finance layer's refusals of bad input into 400s naming `field`.

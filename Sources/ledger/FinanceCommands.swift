@@ -20,6 +20,15 @@ struct FinanceOutput: ParsableArguments {
     }
 }
 
+/// A comma-separated option of known names; an unknown one is a usage error naming the option.
+func names<Value: RawRepresentable<String> & CaseIterable>(_ text: String, _ type: Value.Type, option: String) throws -> [Value] {
+    do {
+        return try NameList.parse(text, as: type)
+    } catch {
+        throw ValidationError("\(option): \(error)")
+    }
+}
+
 /// A CSV field, quoted when it must be.
 func csvField(_ text: String) -> String {
     guard text.contains(where: { ",\"\n\r".contains($0) }) else { return text }
@@ -45,12 +54,7 @@ struct RevenueCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
-        let dimensions = try groupBy.split(separator: ",").map { name in
-            guard let dimension = RevenueDimension(rawValue: String(name)) else {
-                throw ValidationError("--group-by takes day, product, currency and provider, not \(name)")
-            }
-            return dimension
-        }
+        let dimensions = try names(groupBy, RevenueDimension.self, option: "--group-by")
         let (from, to, timezone) = (from, to, timezone)
         let rows = try await database.withMigratedClient { client in
             try await RevenueReport(client: client).rows(from: from, to: to, groupBy: dimensions, timeZone: timezone)
@@ -154,10 +158,7 @@ struct AnomaliesCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let kinds = try (kind?.split(separator: ",") ?? []).map { name in
-            guard let kind = AnomalyKind(rawValue: String(name)) else { throw ValidationError("unknown --kind \(name)") }
-            return kind
-        }
+        let kinds = try names(kind ?? "", AnomalyKind.self, option: "--kind")
         let threshold = try olderThan.map { text in
             guard let duration = ThresholdText.parse(text) else { throw ValidationError("--older-than must look like 90s, 10m, 24h") }
             return duration
