@@ -13,6 +13,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -33,6 +35,7 @@ let package = Package(
                 .embedInCode("003_tokens.sql"),
                 .embedInCode("004_audit.sql"),
                 .embedInCode("005_finance.sql"),
+                .embedInCode("006_service_role.sql"),
             ]
         ),
         .target(
@@ -49,8 +52,11 @@ let package = Package(
             dependencies: [
                 "LedgerCore", "LedgerPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             resources: [.embedInCode("openapi.yaml")]
@@ -69,7 +75,10 @@ let package = Package(
         // Starts the test cluster and hands each test a fresh migrated database.
         .target(
             name: "LedgerTestSupport",
-            dependencies: ["LedgerPostgres", "LedgerCore", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "LedgerPostgres", "LedgerCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/LedgerTestSupport"
         ),
         .testTarget(

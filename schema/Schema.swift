@@ -7,5 +7,6 @@ public enum LedgerSchema {
         ("003_tokens.sql", String(decoding: PackageResources._03_tokens_sql, as: UTF8.self)),
         ("004_audit.sql", String(decoding: PackageResources._04_audit_sql, as: UTF8.self)),
         ("005_finance.sql", String(decoding: PackageResources._05_finance_sql, as: UTF8.self)),
+        ("006_service_role.sql", String(decoding: PackageResources._06_service_role_sql, as: UTF8.self)),
     ]
 }

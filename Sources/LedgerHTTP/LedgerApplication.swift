@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import LedgerPostgres
 import Logging
 import PostgresNIO
@@ -24,6 +25,11 @@ public enum LedgerApplication {
         return router
     }
 
+    /// HTTP/1.1, where a request the parser cannot read still gets the API's JSON error.
+    public static var server: HTTPServerBuilder {
+        .http1(configuration: .init(additionalChannelHandlers: [UnreadableRequestResponder()]))
+    }
+
     /// The application `serve` runs, with the PostgreSQL client as one of its services.
     public static func make(
         ledger: Ledger, host: String, port: Int, logger: Logger,
@@ -31,6 +37,7 @@ public enum LedgerApplication {
     ) -> some ApplicationProtocol {
         Application(
             router: router(ledger: ledger, tokens: TokenStore(client: ledger.client)),
+            server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             services: [ledger.client],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

@@ -1,9 +1,20 @@
 import ArgumentParser
+import Foundation
 import LedgerPostgres
+import Logging
 
-/// `ledger migrate`: applies the pending migrations of `schema/` (carried in the binary).
+/// `ledger migrate`: applies the pending migrations of `schema/` (carried in the binary), which also create the
+/// least-privileged role `ledger_service` and its grants; with `LEDGER_SERVICE_PASSWORD` set, lets that role log in.
 struct MigrateCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Apply pending database migrations.")
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Apply pending database migrations and set up the service's role.",
+        discussion: """
+            Run it as the database's owner (a role that may create tables and roles). It creates the role \
+            ledger_service, which may only read and append events and keep the projections. Set \
+            LEDGER_SERVICE_PASSWORD to let ledger_service log in with that password (read from the environment, so \
+            it never shows in a process list), then run `ledger serve` with \
+            DATABASE_URL=postgres://ledger_service:PASSWORD@host:5432/database.
+            """)
 
     @OptionGroup var database: DatabaseOptions
 
@@ -13,7 +24,15 @@ struct MigrateCommand: AsyncParsableCommand {
         defer {
             if startedEmbedded { try? resolved.embedded?.stop() }
         }
-        let applied = try await resolved.withClient { client in try await Migrator(client: client).migrate() }
+        let password = ProcessInfo.processInfo.environment["LEDGER_SERVICE_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+        let applied = try await resolved.withClient { client in
+            let applied = try await Migrator(client: client).migrate()
+            if let password {
+                try await ServiceRole.allowLogin(password: password, client: client, logger: Logger(label: "ledger.migrate"))
+            }
+            return applied
+        }
         print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
+        if password != nil { print("\(ServiceRole.name) may log in with LEDGER_SERVICE_PASSWORD") }
     }
 }

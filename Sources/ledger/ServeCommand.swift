@@ -33,9 +33,18 @@ struct ServeCommand: AsyncParsableCommand {
             try await Migrator(client: client, logger: logger).migrate()
             if let embedded = resolved.embedded {
                 try await DevelopmentToken.ensure(tokens: TokenStore(client: client), dataDirectory: embedded.dataDirectory)
+                try await ServiceRole.allowLogin(password: nil, client: client, logger: logger)
             }
         }
-        let client = PostgresClient(configuration: resolved.configuration, backgroundLogger: Database.quieterLogger(logger))
+        let client = PostgresClient(configuration: resolved.serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
+        try await Database(configuration: resolved.serviceConfiguration).withClient(logger: logger) { client in
+            if try await ServiceRole.connectedRoleIsPrivileged(client: client, logger: logger) {
+                logger.warning("""
+                    serve is connected as a role that may change or remove events; only the append-only trigger guards \
+                    them. Connect as \(ServiceRole.name) (see `ledger migrate --help`).
+                    """)
+            }
+        }
         let ledger = Ledger(client: client, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in

@@ -8,10 +8,13 @@ import LedgerPostgres
 import LedgerTestSupport
 import NIOCore
 
-/// Drives the real router against a fresh database, with one token per scope (and one with all).
+/// Drives the real router against a fresh database, with one token per scope (and one with all). The router runs
+/// as `serve` does, connected as the least-privileged `ledger_service`; tokens are set up by the owner.
 struct API {
     let client: any TestClientProtocol
+    /// The service's ledger (connected as `ledger_service`).
     let ledger: Ledger
+    /// The owner's token store: creating and revoking tokens is not the service's to do.
     let tokens: TokenStore
     /// Secrets by token name: "writer" (events:write), "reader" (events:read), "finance" (finance:read), "all".
     let secrets: [String: String]
@@ -27,14 +30,14 @@ struct API {
     }
 
     static func run(_ body: @Sendable @escaping (API) async throws -> Void) async throws {
-        try await TestDatabase.withClient { client in
-            let ledger = Ledger(client: client)
-            let tokens = TokenStore(client: client)
+        try await TestDatabase.withOwnerAndService { owner, service in
+            let ledger = Ledger(client: service)
+            let tokens = TokenStore(client: owner)
             var secrets: [String: String] = [:]
             for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases), ("all-but-finance", [.eventsWrite, .eventsRead])] {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
-            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: tokens))
+            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: TokenStore(client: service)))
             let frozen = secrets
             try await app.test(.router) { client in
                 try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: frozen))

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerPostgres
+import Logging
 import PostgresNIO
 
 /// The tests' PostgreSQL: one embedded cluster per test process, started on first use (and stopped when the
@@ -25,19 +26,53 @@ public enum TestDatabase {
         }
         _ = try await Database(configuration: cluster.configuration(database: template)).withClient { client in
             try await Migrator(client: client).migrate()
+            try await ServiceRole.allowLogin(password: nil, client: client, logger: Logger(label: "test"))
         }
         return cluster
     }
 
     nonisolated(unsafe) static var clusterToStopAtExit: EmbeddedPostgres?
 
-    /// Runs `body` against a fresh, migrated database of its own; drops it afterwards.
+    /// Runs `body` against a fresh, migrated database of its own, as its owner; drops it afterwards.
     public static func withClient<T: Sendable>(
         poolSize: Int = 40, _ body: @Sendable @escaping (PostgresClient) async throws -> T
     ) async throws -> T {
+        try await withFresh(poolSize: poolSize) { database, _ in try await database.withClient(body) }
+    }
+
+    /// Runs `body` with two clients to one fresh database: its owner's (set-up, tokens) and the least-privileged
+    /// service role's, the one `serve` connects as.
+    public static func withOwnerAndService<T: Sendable>(
+        poolSize: Int = 40, _ body: @Sendable @escaping (_ owner: PostgresClient, _ service: PostgresClient) async throws -> T
+    ) async throws -> T {
+        try await withFresh(poolSize: poolSize) { database, _ in
+            try await database.withClient { owner in
+                try await Database(configuration: database.serviceConfiguration).withClient { service in
+                    try await body(owner, service)
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with the URL of a fresh, migrated database (for driving the `ledger` binary), and a client to it.
+    public static func withURL<T: Sendable>(
+        _ body: @Sendable @escaping (_ url: String, _ client: PostgresClient) async throws -> T
+    ) async throws -> T {
+        let socketDirectory = try await cluster.value.socketDirectory.path
+        return try await withFresh(poolSize: 40) { database, name in
+            try await database.withClient { client in
+                try await body("postgres://postgres@/\(name)?host=\(socketDirectory)", client)
+            }
+        }
+    }
+
+    /// A fresh migrated database for `body`, dropped afterwards whatever happens.
+    static func withFresh<T: Sendable>(
+        poolSize: Int, _ body: @Sendable @escaping (_ database: Database, _ name: String) async throws -> T
+    ) async throws -> T {
         let (database, name) = try await fresh(poolSize: poolSize)
         do {
-            let result = try await database.withClient(body)
+            let result = try await body(database, name)
             try await drop(name)
             return result
         } catch {
@@ -56,23 +91,6 @@ public enum TestDatabase {
         var configuration = cluster.configuration(database: name)
         configuration.options.maximumConnections = poolSize
         return (Database(configuration: configuration, embedded: cluster), name)
-    }
-
-    /// Runs `body` with the URL of a fresh, migrated database (for driving the `ledger` binary), and a client to it.
-    public static func withURL<T: Sendable>(
-        _ body: @Sendable @escaping (_ url: String, _ client: PostgresClient) async throws -> T
-    ) async throws -> T {
-        let (database, name) = try await fresh()
-        let socketDirectory = try await cluster.value.socketDirectory.path
-        let url = "postgres://postgres@/\(name)?host=\(socketDirectory)"
-        do {
-            let result = try await database.withClient { client in try await body(url, client) }
-            try await drop(name)
-            return result
-        } catch {
-            try? await drop(name)
-            throw error
-        }
     }
 
     public static func drop(_ name: String) async throws {

@@ -9,7 +9,7 @@ import PostgresNIO
 ///    constraints, indexes) and filled from the log in pages, with the live path's fold;
 /// 2. in one short transaction the live tables are locked (writers wait there; readers keep reading the old
 ///    tables until the swap commits), the orders appended to since their fold are folded again, and the new
-///    tables are renamed into place. Nobody ever sees a half-built projection.
+///    tables are renamed into place, with the service role's grants. Nobody ever sees a half-built projection.
 /// Index names of the swapped-in tables are the ones PostgreSQL generated for the copies; migrations therefore
 /// must not refer to projection indexes by name.
 public struct ProjectionRebuild: Sendable {
@@ -94,6 +94,8 @@ public struct ProjectionRebuild: Sendable {
                 "DROP TABLE orders, order_transactions",
                 "ALTER TABLE orders_rebuild RENAME TO orders",
                 "ALTER TABLE order_transactions_rebuild RENAME TO order_transactions",
+                // New tables start with no grants: give the service back what it may do, before anyone sees them.
+                "SELECT ledger_grant_service_privileges()",
             ] {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }

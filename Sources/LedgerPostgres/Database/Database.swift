@@ -13,6 +13,15 @@ public struct Database: Sendable {
         self.embedded = embedded
     }
 
+    /// What `serve` connects its pool with: on the embedded cluster, the least-privileged `ledger_service` over the
+    /// private socket; with a URL, the URL's own role (which the operator points at `ledger_service`).
+    public var serviceConfiguration: PostgresClient.Configuration {
+        guard embedded != nil else { return configuration }
+        var configuration = configuration
+        configuration.username = ServiceRole.name
+        return configuration
+    }
+
     /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
     /// started if it is not running.
     public static func resolve(

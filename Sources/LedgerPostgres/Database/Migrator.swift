@@ -20,9 +20,13 @@ public struct Migrator: Sendable {
     }
 
     /// Applies what is pending; returns the names applied (empty: the database was up to date).
+    ///
+    /// An up-to-date database is only read (no lock, no DDL), so a role without DDL rights — the service's
+    /// `ledger_service` — passes here; when something is pending and the role may not apply it, the error says who may.
     @discardableResult
     public func migrate() async throws -> [String] {
         try await client.withConnection { connection in
+            if try await pending(on: connection).isEmpty { return [] }
             // One migrator at a time, across processes (two `serve`s starting together, parallel test suites).
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
@@ -31,6 +35,10 @@ public struct Migrator: Sendable {
                 return applied
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                if sqlState(of: error) == SQLStates.insufficientPrivilege {
+                    let refusal = (underlyingError(error) as? PSQLError)?.serverInfo?[.message] ?? "permission denied"
+                    throw MigrationError.notPermitted(pending: try await pending(on: connection).map(\.name), refusal)
+                }
                 throw error
             }
         }
@@ -38,6 +46,28 @@ public struct Migrator: Sendable {
 
     /// An arbitrary constant naming the migration lock.
     static let lockKey: Int64 = 0x4C45_4447_4552
+
+    /// The migrations not applied yet, in order; refuses when an applied one has changed since.
+    private func pending(on connection: PostgresConnection) async throws -> [Migration] {
+        var recorded: [String: String] = [:]
+        var tableExists = false
+        for try await exists in try await connection.query(
+            "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
+        ).decode(Bool.self) {
+            tableExists = exists
+        }
+        guard tableExists else { return migrations }
+        for try await (name, checksum) in try await connection.query(
+            "SELECT name, checksum FROM schema_migrations", logger: logger
+        ).decode((String, String).self) {
+            recorded[name] = checksum
+        }
+        return try migrations.filter { migration in
+            guard let checksum = recorded[migration.name] else { return true }
+            guard checksum == migration.checksum else { throw MigrationError.changedAfterApply(migration.name) }
+            return false
+        }
+    }
 
     private func apply(on connection: PostgresConnection) async throws -> [String] {
         try await connection.query(
@@ -48,18 +78,9 @@ public struct Migrator: Sendable {
                 applied_at timestamptz NOT NULL DEFAULT now()
             )
             """, logger: logger)
-        var recorded: [String: String] = [:]
-        for try await (name, checksum) in try await connection.query(
-            "SELECT name, checksum FROM schema_migrations", logger: logger
-        ).decode((String, String).self) {
-            recorded[name] = checksum
-        }
         var applied: [String] = []
-        for migration in migrations {
-            if let checksum = recorded[migration.name] {
-                guard checksum == migration.checksum else { throw MigrationError.changedAfterApply(migration.name) }
-                continue
-            }
+        // Read again under the lock: another migrator may have applied some meanwhile.
+        for migration in try await pending(on: connection) {
             try await connection.withTransaction(logger: logger) { connection in
                 for statement in SQLScript.statements(migration.sql) {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -98,12 +119,17 @@ public struct Migration: Sendable, Hashable {
 
 public enum MigrationError: Error, CustomStringConvertible {
     case changedAfterApply(String)
+    /// Migrations are pending and the connected role may not apply them (the service's role never may).
+    case notPermitted(pending: [String], String)
 
     public var description: String {
         switch self {
         case .changedAfterApply(let name):
             "migration \(name) was changed after it was applied to this database; "
                 + "restore the original file and put the change in a new numbered migration."
+        case .notPermitted(let pending, let cause):
+            "migrations \(pending.joined(separator: ", ")) are pending and this database role may not apply them "
+                + "(\(cause)): run `ledger migrate` as the database's owner first."
         }
     }
 }

@@ -13,6 +13,7 @@ func underlyingError(_ error: any Error) -> any Error {
 
 enum SQLStates {
     static let uniqueViolation = "23505"
+    static let insufficientPrivilege = "42501"
     static let deadlockDetected = "40P01"
     static let serializationFailure = "40001"
 }
