@@ -58,6 +58,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                // ConnectionPoolError: the pool's "stopped trying" is a 503, not a 500.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ],
             resources: [.embedInCode("openapi.yaml")]
         ),
@@ -91,6 +93,7 @@ let package = Package(
                 "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ]
         ),
         // Drives the built `ledger` binary, as a user would.

@@ -4,6 +4,7 @@ import NIOCore
 import LedgerCore
 import LedgerPostgres
 import PostgresNIO
+import _ConnectionPoolModule
 
 /// The one place where errors become HTTP answers: domain refusals are 409s, malformed input 4xx with the field
 /// named, an unreachable database 503 with Retry-After, and only a genuine bug a 500.
@@ -84,8 +85,10 @@ extension APIError {
         return ["22021", "22P05"].contains(state)
     }
 
-    /// Connection failures, a server shutting down or refusing connections: worth a retry, not a 500.
+    /// Connection failures, a server shutting down or refusing connections, no answer within the deadline, a pool
+    /// that has stopped trying for now (its circuit breaker): worth a retry, not a 500.
     static func isDatabaseUnavailable(_ error: any Error) -> Bool {
+        if error is DatabaseTimeout || error is ConnectionPoolError { return true }
         guard let error = error as? PSQLError else { return false }
         if let state = error.serverInfo?[.sqlState] {
             return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300"].contains(state)

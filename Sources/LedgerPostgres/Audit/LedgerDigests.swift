@@ -35,16 +35,18 @@ public struct LedgerDigests: Sendable {
 
     /// The newest checkpoint; nil before the first seal.
     public func latest() async throws -> DigestCheckpoint? {
-        let rows = try await client.query(
+        try await client.query(
             """
             SELECT event_count, position, digest, recorded_at FROM ledger_digests
             ORDER BY event_count DESC LIMIT 1
-            """, logger: logger)
-        for try await (count, position, digest, recordedAt) in rows.decode((Int64, Int64, ByteBuffer, Date).self) {
-            return DigestCheckpoint(
-                eventCount: count, position: position, digest: Array(digest.readableBytesView), recordedAt: recordedAt)
+            """, logger: logger
+        ) { rows in
+            for try await (count, position, digest, recordedAt) in rows.decode((Int64, Int64, ByteBuffer, Date).self) {
+                return DigestCheckpoint(
+                    eventCount: count, position: position, digest: Array(digest.readableBytesView), recordedAt: recordedAt)
+            }
+            return nil
         }
-        return nil
     }
 
     /// Every checkpoint, keyed by event count (for `verify`).

@@ -83,9 +83,12 @@ public struct AnomalyFinder: Sendable {
             let threshold = Double((olderThan ?? kind.defaultThreshold).components.seconds)
             var query = PostgresQuery(unsafeSQL: kind.sql + " ORDER BY 4, 1")
             query.binds.append(threshold)
-            let rows = try await client.query(query, logger: logger)
-            for try await (orderId, accountId, state, since, detail) in rows.decode((String, String, String, Date, String).self) {
-                found.append(Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail))
+            found += try await client.query(query, logger: logger) { rows in
+                var found: [Anomaly] = []
+                for try await (orderId, accountId, state, since, detail) in rows.decode((String, String, String, Date, String).self) {
+                    found.append(Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail))
+                }
+                return found
             }
         }
         return found

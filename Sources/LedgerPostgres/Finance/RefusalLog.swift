@@ -28,6 +28,6 @@ public struct RefusalLog: Sendable {
             INSERT INTO refusals (actor, order_id, event_type, transaction_id, code, details)
             VALUES (\(actor), \(orderId), \(event.type.rawValue), \(event.transactionId), \(refusal.code),
                     \(JSONValue.object(refusal.details).canonicalJSON)::jsonb)
-            """, logger: logger)
+            """, logger: logger, reading: { _ in })
     }
 }

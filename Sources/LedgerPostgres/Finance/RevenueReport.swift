@@ -61,7 +61,7 @@ public struct RevenueReport: Sendable {
         var dimensions = groupBy.filter { $0 != .currency }
         dimensions.append(.currency)
         let columns = dimensions.map(\.column).joined(separator: ", ")
-        let rows = try await client.query(
+        return try await client.query(
             """
             WITH period AS (
                 SELECT (\(from)::date)::timestamp AT TIME ZONE \(timeZone) AS starts,
@@ -78,23 +78,28 @@ public struct RevenueReport: Sendable {
             SELECT ARRAY[\(unescaped: columns)]::text[], sum(granted)::bigint, sum(granted_amount)::bigint,
                    sum(refunded)::bigint, sum(refunded_amount)::bigint
             FROM facts GROUP BY \(unescaped: columns) ORDER BY \(unescaped: columns)
-            """, logger: logger)
-        var report: [RevenueRow] = []
-        for try await (values, granted, grantedAmount, refunded, refundedAmount)
-            in rows.decode(([String], Int64, Int64, Int64, Int64).self) {
-            let group = Dictionary(uniqueKeysWithValues: zip(dimensions, values))
-            report.append(RevenueRow(
-                group: group.filter { groupBy.contains($0.key) }, currency: group[.currency]!, grantedCount: granted,
-                grantedAmount: grantedAmount, refundedCount: refunded, refundedAmount: refundedAmount))
+            """, logger: logger
+        ) { [dimensions] rows in
+            var report: [RevenueRow] = []
+            for try await (values, granted, grantedAmount, refunded, refundedAmount)
+                in rows.decode(([String], Int64, Int64, Int64, Int64).self) {
+                let group = Dictionary(uniqueKeysWithValues: zip(dimensions, values))
+                report.append(RevenueRow(
+                    group: group.filter { groupBy.contains($0.key) }, currency: group[.currency]!, grantedCount: granted,
+                    grantedAmount: grantedAmount, refundedCount: refunded, refundedAmount: refundedAmount))
+            }
+            return report
         }
-        return report
     }
 
     private func checkTimeZone(_ name: String) async throws {
-        let rows = try await client.query(
-            "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(name))", logger: logger)
-        for try await known in rows.decode(Bool.self) where known { return }
-        throw FinanceError.unknownTimeZone(name)
+        let known = try await client.query(
+            "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(name))", logger: logger
+        ) { rows in
+            for try await known in rows.decode(Bool.self) { return known }
+            return false
+        }
+        guard known else { throw FinanceError.unknownTimeZone(name) }
     }
 }
 

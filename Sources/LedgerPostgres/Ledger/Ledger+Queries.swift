@@ -5,7 +5,10 @@ import PostgresNIO
 extension Ledger {
     /// The order as projected now; nil when the ledger has never seen it.
     public func order(_ orderId: String) async throws -> Order? {
-        try await client.withConnection { connection in try await rows.load(orderId, on: connection) }
+        let rows = self.rows
+        return try await client.withConnection(within: Deadline.request) { connection in
+            try await rows.load(orderId, on: connection)
+        }
     }
 
     /// "What happened to this order": every event with the state it left, and the order they fold to —
@@ -21,26 +24,28 @@ extension Ledger {
 
     /// "Was this transaction already credited?"; nil when the ledger has never seen the transactionId.
     public func transaction(_ transactionId: String) async throws -> TransactionStatus? {
-        let rows = try await client.query(
+        try await client.query(
             """
             SELECT t.transaction_id, t.order_id, t.account_id, o.state, t.granted_at, t.finished_at, t.refunded_at
             FROM order_transactions t JOIN orders o USING (order_id)
             WHERE t.transaction_id = \(transactionId)
-            """, logger: store.logger)
-        for try await (transactionId, orderId, accountId, state, grantedAt, finishedAt, refundedAt)
-            in rows.decode((String, String, String, String, Date?, Date?, Date?).self) {
-            guard let state = OrderState(rawValue: state) else { throw CorruptRow(column: "state", value: state) }
-            return TransactionStatus(
-                transactionId: transactionId, orderId: orderId, accountId: accountId, state: state,
-                grantedAt: grantedAt, finishedAt: finishedAt, refundedAt: refundedAt)
+            """, logger: store.logger
+        ) { rows in
+            for try await (transactionId, orderId, accountId, state, grantedAt, finishedAt, refundedAt)
+                in rows.decode((String, String, String, String, Date?, Date?, Date?).self) {
+                guard let state = OrderState(rawValue: state) else { throw CorruptRow(column: "state", value: state) }
+                return TransactionStatus(
+                    transactionId: transactionId, orderId: orderId, accountId: accountId, state: state,
+                    grantedAt: grantedAt, finishedAt: finishedAt, refundedAt: refundedAt)
+            }
+            return nil
         }
-        return nil
     }
 
     /// Orders by id, optionally of one account and/or in one state. Keyset pagination: the cursor is the last
     /// order id of the previous page, so pages stay stable while orders are added.
     public func orders(accountId: String?, state: OrderState?, limit: Int, after cursor: String?) async throws -> OrderPage {
-        let rows = try await client.query(
+        var orders = try await client.query(
             """
             SELECT \(unescaped: OrderRows.orderColumns) FROM orders
             WHERE (\(accountId)::text IS NULL OR account_id = \(accountId))
@@ -48,9 +53,12 @@ extension Ledger {
               AND order_id > \(cursor ?? "")
             ORDER BY order_id
             LIMIT \(limit + 1)
-            """, logger: store.logger)
-        var orders: [Order] = []
-        for try await row in rows { orders.append(try OrderRows.decodeOrder(row)) }
+            """, logger: store.logger
+        ) { rows in
+            var orders: [Order] = []
+            for try await row in rows { orders.append(try OrderRows.decodeOrder(row)) }
+            return orders
+        }
         let hasMore = orders.count > limit
         if hasMore { orders.removeLast() }
         return OrderPage(orders: orders, nextCursor: hasMore ? orders.last?.orderId : nil)

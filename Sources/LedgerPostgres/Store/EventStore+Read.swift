@@ -5,23 +5,18 @@ import PostgresNIO
 extension EventStore {
     /// An order's events in version order, optionally only a prefix of them.
     public func read(_ orderId: String, upTo limit: StreamLimit? = nil) async throws -> [StoredEvent] {
-        let rows: PostgresRowSequence
-        switch limit {
+        let query: PostgresQuery = switch limit {
         case nil:
-            rows = try await client.query(
-                "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) ORDER BY version", logger: logger)
+            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) ORDER BY version"
         case .version(let version)?:
-            rows = try await client.query(
-                "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version <= \(version) ORDER BY version",
-                logger: logger)
+            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version <= \(version) ORDER BY version"
         case .recordedAt(let time)?:
-            rows = try await client.query(
-                """
-                SELECT \(unescaped: Self.columns) FROM events
-                WHERE order_id = \(orderId) AND recorded_at <= \(Timestamp(time)) ORDER BY version
-                """, logger: logger)
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE order_id = \(orderId) AND recorded_at <= \(Timestamp(time)) ORDER BY version
+            """
         }
-        return try await Self.decode(rows)
+        return try await client.query(query, logger: logger, reading: Self.decode)
     }
 
     /// One page of the global feed: the events after the one at position `after` (nil: from the start).
@@ -40,31 +35,31 @@ extension EventStore {
     public func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
         let horizon = "pg_snapshot_xmin(pg_current_snapshot())"
         guard let position else {
-            let rows = try await client.query(
+            return try await client.query(
                 """
                 SELECT \(unescaped: Self.columns) FROM events
                 WHERE transaction_xid < \(unescaped: horizon)
                 ORDER BY transaction_xid, position LIMIT \(limit)
-                """, logger: logger)
-            return try await Self.decode(rows)
+                """, logger: logger, reading: Self.decode)
         }
         let cursorXid = try await transactionId(ofPosition: position)
-        let rows = try await client.query(
+        return try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM events
             WHERE (transaction_xid, position) > (\(cursorXid)::xid8, \(position))
               AND transaction_xid < \(unescaped: horizon)
             ORDER BY transaction_xid, position LIMIT \(limit)
-            """, logger: logger)
-        return try await Self.decode(rows)
+            """, logger: logger, reading: Self.decode)
     }
 
     /// The writing transaction of the event at `position` (as text): the first half of a feed cursor.
     func transactionId(ofPosition position: Int64) async throws -> String {
-        let rows = try await client.query(
-            "SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger)
-        for try await xid in rows.decode(String.self) { return xid }
-        throw EventStoreError.unknownPosition(position)
+        try await client.query(
+            "SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger
+        ) { rows in
+            for try await xid in rows.decode(String.self) { return xid }
+            throw EventStoreError.unknownPosition(position)
+        }
     }
 
     /// The columns every read selects, in the order `decode` expects.

@@ -62,23 +62,25 @@ public struct EventStore: Sendable {
         to orderId: String,
         expectedVersion: ExpectedVersion,
         events: [NewEvent],
-        projection: InlineProjection<Projected>
+        projection: @escaping InlineProjection<Projected>
     ) async throws -> (result: AppendResult, projected: Projected?) {
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                let (current, recordedAt, lastHash) = try await lockStream(orderId, adding: events.count, on: connection)
-                if let replay = try await storedResult(of: events, for: orderId, on: connection) {
-                    throw Replay(result: replay)
+            return try await client.withConnection(within: Deadline.request) { connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    let (current, recordedAt, lastHash) = try await lockStream(orderId, adding: events.count, on: connection)
+                    if let replay = try await storedResult(of: events, for: orderId, on: connection) {
+                        throw Replay(result: replay)
+                    }
+                    guard expectedVersion.admits(current) else {
+                        throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: current)
+                    }
+                    let context = AppendContext(
+                        connection: connection, orderId: orderId, currentVersion: current, recordedAt: recordedAt, logger: logger)
+                    let projected = try await projection(context, events)
+                    let appended = try await insert(
+                        events, into: orderId, after: current, lastHash: lastHash, recordedAt: recordedAt, on: connection)
+                    return (AppendResult(orderId: orderId, events: appended, isReplay: false), projected)
                 }
-                guard expectedVersion.admits(current) else {
-                    throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: current)
-                }
-                let context = AppendContext(
-                    connection: connection, orderId: orderId, currentVersion: current, recordedAt: recordedAt, logger: logger)
-                let projected = try await projection(context, events)
-                let appended = try await insert(
-                    events, into: orderId, after: current, lastHash: lastHash, recordedAt: recordedAt, on: connection)
-                return (AppendResult(orderId: orderId, events: appended, isReplay: false), projected)
             }
         } catch {
             let cause = underlyingError(error)

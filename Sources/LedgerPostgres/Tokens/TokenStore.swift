@@ -100,13 +100,15 @@ public struct TokenStore: Sendable {
 
     /// The active token with this secret, or nil.
     public func authenticate(secret: String) async throws -> AuthenticatedToken? {
-        let rows = try await client.query(
+        try await client.query(
             "SELECT name, scopes FROM api_tokens WHERE secret_hash = \(Self.hash(secret)) AND revoked_at IS NULL",
-            logger: logger)
-        for try await (name, scopes) in rows.decode((String, [String]).self) {
-            return AuthenticatedToken(name: name, scopes: Set(scopes.compactMap(Scope.init)))
+            logger: logger
+        ) { rows in
+            for try await (name, scopes) in rows.decode((String, [String]).self) {
+                return AuthenticatedToken(name: name, scopes: Set(scopes.compactMap(Scope.init)))
+            }
+            return nil
         }
-        return nil
     }
 
     public func isEmpty() async throws -> Bool {
