@@ -12,11 +12,11 @@ enum LedgerBinary {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ledger")
     }
 
-    static func run(_ arguments: [String], databaseURL: String) async throws -> Outcome {
+    static func run(_ arguments: [String], databaseURL: String, environment extra: [String: String] = [:]) async throws -> Outcome {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { _, given in given }
         environment["DATABASE_URL"] = databaseURL
         process.environment = environment
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-cli-\(UUID().uuidString)")

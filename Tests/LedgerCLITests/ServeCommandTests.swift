@@ -1,0 +1,111 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `ledger migrate` sets up `ledger_service`; `ledger serve` connected as it records events, and warns when it is
+/// connected as a role that could change them.
+@Suite("CLI: migrate and serve as the service role")
+struct ServeCommandTests {
+    @Test func migrateLetsTheServiceRoleLogInAndServeRecordsThroughIt() async throws {
+        try await TestDatabase.withURL { url, client in
+            let migrated = try await LedgerBinary.run(
+                ["migrate"], databaseURL: url, environment: ["LEDGER_SERVICE_PASSWORD": "s3cret'pw"])
+            #expect(migrated.status == 0, "\(migrated.stderr)")
+            #expect(migrated.stdout.contains("database is up to date"))
+            #expect(migrated.stdout.contains("ledger_service may log in"))
+            #expect(!migrated.stdout.contains("s3cret") && !migrated.stderr.contains("s3cret"), "the password is never printed")
+            let secret = try await TokenStore(client: client).create(name: "checkout", scopes: [.eventsWrite, .eventsRead])
+
+            let serviceURL = url.replacingOccurrences(of: "postgres://postgres@", with: "postgres://ledger_service@")
+            let server = try await RunningServer.start(databaseURL: serviceURL)
+            defer { server.stop() }
+            let created = try await server.post("/v1/orders/cli-1/events", token: secret, body: Lifecycle().created.json.canonicalJSON)
+            #expect(created == 201)
+            #expect(!server.standardError.contains("may change or remove events"), "\(server.standardError)")
+            #expect(try await EventStore(client: client).count("events") == 1)
+
+            // The service's role may not do the operator's work.
+            let tokens = try await LedgerBinary.run(
+                ["tokens", "create", "--name", "intruder", "--scopes", "events:write"], databaseURL: serviceURL)
+            #expect(tokens.status != 0)
+            #expect(try await EventStore(client: client).count("api_tokens") == 1)
+        }
+    }
+
+    @Test func serveWarnsWhenConnectedAsARoleThatCouldChangeEvents() async throws {
+        try await TestDatabase.withURL { url, _ in
+            let server = try await RunningServer.start(databaseURL: url)
+            defer { server.stop() }
+            #expect(server.standardError.contains("may change or remove events"), "\(server.standardError)")
+        }
+    }
+}
+
+/// `ledger serve --port 0` in the background, until `stop()`.
+final class RunningServer: Sendable {
+    let process: Process
+    let port: Int
+    let errorFile: URL
+
+    private init(process: Process, port: Int, errorFile: URL) {
+        self.process = process
+        self.port = port
+        self.errorFile = errorFile
+    }
+
+    static func start(databaseURL: String) async throws -> RunningServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (outURL, errURL) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
+        for file in [outURL, errURL] { try Data().write(to: file) }
+        let process = Process()
+        process.executableURL = LedgerBinary.url
+        process.arguments = ["serve", "--port", "0", "--seal-interval", "0"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = databaseURL
+        process.environment = environment
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, process.isRunning {
+            let announced = try String(contentsOf: outURL, encoding: .utf8)
+            if let line = announced.split(separator: "\n").first(where: { $0.hasPrefix("ledger listening on http://") }),
+               let port = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) {
+                return RunningServer(process: process, port: port, errorFile: errURL)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        process.terminate()
+        throw ServeDidNotStart(standardError: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+    }
+
+    struct ServeDidNotStart: Error, CustomStringConvertible {
+        let standardError: String
+        var description: String { "ledger serve did not announce its address: \(standardError)" }
+    }
+
+    var standardError: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
+
+    func post(_ path: String, token: String, body: String) async throws -> Int {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(body.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
