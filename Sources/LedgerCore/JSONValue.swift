@@ -69,64 +69,82 @@ extension JSONValue {
     /// decimal, doubles in Swift's shortest form (non-finite doubles, which JSON cannot hold, as `null`).
     /// What the ledger stores, hashes and compares, so it must be the same bytes for the same value, always.
     public var canonicalJSON: String {
-        var text = ""
-        write(to: &text)
-        return text
+        String(decoding: canonicalBytes, as: UTF8.self)
     }
 
-    private func write(to text: inout String) {
+    /// The canonical JSON text's UTF-8 bytes, written directly: every append writes its events several times
+    /// (idempotency check, insert, seal), so this is on the hot path.
+    public var canonicalBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        write(to: &bytes)
+        return bytes
+    }
+
+    private func write(to bytes: inout [UInt8]) {
         switch self {
         case .null:
-            text += "null"
+            bytes.append(contentsOf: "null".utf8)
         case .bool(let value):
-            text += value ? "true" : "false"
+            bytes.append(contentsOf: (value ? "true" : "false").utf8)
         case .int(let value):
-            text += String(value)
+            bytes.append(contentsOf: String(value).utf8)
         case .double(let value):
-            text += value.isFinite ? "\(value)" : "null"
+            bytes.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
         case .string(let value):
-            Self.writeString(value, to: &text)
+            Self.writeString(value, to: &bytes)
         case .array(let elements):
-            text += "["
+            bytes.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { text += "," }
-                element.write(to: &text)
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                element.write(to: &bytes)
             }
-            text += "]"
+            bytes.append(UInt8(ascii: "]"))
         case .object(let members):
-            text += "{"
+            bytes.append(UInt8(ascii: "{"))
             let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
             for (index, member) in sorted.enumerated() {
-                if index > 0 { text += "," }
-                Self.writeString(member.key, to: &text)
-                text += ":"
-                member.value.write(to: &text)
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                Self.writeString(member.key, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                member.value.write(to: &bytes)
             }
-            text += "}"
+            bytes.append(UInt8(ascii: "}"))
         }
     }
 
-    /// Escapes only what JSON requires: the quote, the backslash and control characters below U+0020.
-    private static func writeString(_ value: String, to text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case "\u{00}"..."\u{1F}":
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                text.unicodeScalars.append(scalar)
+    /// Escapes only what JSON requires: the quote, the backslash and control characters below U+0020. Works on
+    /// UTF-8 bytes (every byte of a multi-byte character is 0x80 or above, so none is escaped) and copies the runs
+    /// between escapes whole.
+    private static func writeString(_ value: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { text in
+            var runStart = 0
+            for index in text.indices where text[index] < 0x20 || text[index] == UInt8(ascii: "\"") || text[index] == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: text[runStart..<index])
+                bytes.append(contentsOf: escape(text[index]))
+                runStart = index + 1
             }
+            bytes.append(contentsOf: text[runStart...])
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
+
+    private static func escape(_ byte: UInt8) -> [UInt8] {
+        switch byte {
+        case UInt8(ascii: "\""): Array(#"\""#.utf8)
+        case UInt8(ascii: "\\"): Array(#"\\"#.utf8)
+        case UInt8(ascii: "\n"): Array(#"\n"#.utf8)
+        case UInt8(ascii: "\r"): Array(#"\r"#.utf8)
+        case UInt8(ascii: "\t"): Array(#"\t"#.utf8)
+        case 0x08: Array(#"\b"#.utf8)
+        case 0x0C: Array(#"\f"#.utf8)
+        default: Array(#"\u00"#.utf8) + [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]]
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }
 
 // Literals, so tests and handlers can write `["value": 499, "currency": "USD"]` as a JSONValue.

@@ -12,7 +12,7 @@ enum JSONResponse {
     static func make(status: HTTPResponse.Status, body: JSONValue, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: body.canonicalJSON)))
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body.canonicalBytes)))
     }
 
     /// Reads a JSON request body: the content type must be JSON, the size within the limit, the text valid JSON.

@@ -23,11 +23,16 @@ struct ServeCommandTests {
             let secret = try await TokenStore(client: client).create(name: "checkout", scopes: [.eventsWrite, .eventsRead])
 
             let serviceURL = url.replacingOccurrences(of: "postgres://postgres@", with: "postgres://ledger_service@")
-            let server = try await RunningServer.start(databaseURL: serviceURL)
+            let server = try await RunningServer.start(databaseURL: serviceURL, environment: ["LOG_LEVEL": "trace"])
             defer { server.stop() }
             let created = try await server.post("/v1/orders/cli-1/events", token: secret, body: Lifecycle().created.json.canonicalJSON)
             #expect(created == 201)
+            let guessed = "olt_" + String(repeating: "G", count: 43)
+            #expect(try await server.post("/v1/orders/cli-1/events", token: guessed, body: "{}") == 401)
             #expect(!server.standardError.contains("may change or remove events"), "\(server.standardError)")
+            // Secrets are never logged, even at trace level: neither a valid one nor a guess.
+            #expect(server.standardError.contains("POST /v1/orders/cli-1/events 201"), "the log was read")
+            #expect(!server.output.contains(secret) && !server.output.contains(guessed))
             #expect(try await EventStore(client: client).count("events") == 1)
 
             // The service's role may not do the operator's work.
@@ -51,15 +56,17 @@ struct ServeCommandTests {
 final class RunningServer: Sendable {
     let process: Process
     let port: Int
+    let outputFile: URL
     let errorFile: URL
 
-    private init(process: Process, port: Int, errorFile: URL) {
+    private init(process: Process, port: Int, outputFile: URL, errorFile: URL) {
         self.process = process
         self.port = port
+        self.outputFile = outputFile
         self.errorFile = errorFile
     }
 
-    static func start(databaseURL: String) async throws -> RunningServer {
+    static func start(databaseURL: String, environment extra: [String: String] = [:]) async throws -> RunningServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let (outURL, errURL) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
@@ -67,7 +74,7 @@ final class RunningServer: Sendable {
         let process = Process()
         process.executableURL = LedgerBinary.url
         process.arguments = ["serve", "--port", "0", "--seal-interval", "0"]
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { _, given in given }
         environment["DATABASE_URL"] = databaseURL
         process.environment = environment
         process.standardOutput = try FileHandle(forWritingTo: outURL)
@@ -79,7 +86,7 @@ final class RunningServer: Sendable {
             let announced = try String(contentsOf: outURL, encoding: .utf8)
             if let line = announced.split(separator: "\n").first(where: { $0.hasPrefix("ledger listening on http://") }),
                let port = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) {
-                return RunningServer(process: process, port: port, errorFile: errURL)
+                return RunningServer(process: process, port: port, outputFile: outURL, errorFile: errURL)
             }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -93,6 +100,8 @@ final class RunningServer: Sendable {
     }
 
     var standardError: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
+    /// Everything it wrote: standard output and standard error.
+    var output: String { ((try? String(contentsOf: outputFile, encoding: .utf8)) ?? "") + standardError }
 
     func post(_ path: String, token: String, body: String) async throws -> Int {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)

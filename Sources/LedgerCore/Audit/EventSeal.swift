@@ -18,10 +18,10 @@ public enum EventSeal {
         orderId: String, version: Int, eventId: UUID, type: String, data: JSONValue, metadata: JSONValue,
         occurredAt: Date?, recordedAt: Date
     ) -> [UInt8] {
-        Array(canonicalValue(
+        canonicalValue(
             orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
             occurredAt: occurredAt, recordedAt: recordedAt
-        ).canonicalJSON.utf8)
+        ).canonicalBytes
     }
 
     /// The canonical bytes as a JSON value, to compare with what stored bytes parse to.

@@ -33,6 +33,8 @@ extension PostgresClient {
         let work = Task {
             try await self.withConnection { connection in
                 inUse.connection.withLock { $0 = connection }
+                // Back in the pool it is someone else's: the deadline must not close it then.
+                defer { inUse.connection.withLock { $0 = nil } }
                 return try await body(connection)
             }
         }
