@@ -16,6 +16,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("pool-size"), help: "Database connections.") var poolSize = 8
     @Option(name: .customLong("seal-interval"), help: "Seconds between ledger digest checkpoints (0: never).")
     var sealInterval = 10
+    @Option(name: .customLong("database-deadline"), help: "Seconds a request's database work may take before it is answered 503.")
+    var databaseDeadline = 5
+
+    func validate() throws {
+        guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
+    }
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
@@ -51,14 +57,16 @@ struct ServeCommand: AsyncParsableCommand {
             announce("ledger listening on http://\(host):\(port) (\(where_))")
         }
         let sealInterval = sealInterval
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService() }
-            if sealInterval > 0 {
-                group.addTask { await DigestSealing.run(every: .seconds(sealInterval), client: client, logger: logger) }
+        try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await app.runService() }
+                if sealInterval > 0 {
+                    group.addTask { await DigestSealing.run(every: .seconds(sealInterval), client: client, logger: logger) }
+                }
+                // The service ends on SIGTERM/SIGINT; the sealing loop ends with it.
+                try await group.next()
+                group.cancelAll()
             }
-            // The service ends on SIGTERM/SIGINT; the sealing loop ends with it.
-            try await group.next()
-            group.cancelAll()
         }
     }
 }

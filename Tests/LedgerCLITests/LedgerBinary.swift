@@ -12,28 +12,42 @@ enum LedgerBinary {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ledger")
     }
 
-    static func run(_ arguments: [String], databaseURL: String, environment extra: [String: String] = [:]) async throws -> Outcome {
+    static func run(_ arguments: [String], databaseURL: String, environment: [String: String] = [:]) async throws -> Outcome {
+        let launch = try prepare(arguments, databaseURL: databaseURL, environment: environment)
+        defer { try? FileManager.default.removeItem(at: launch.directory) }
+        // Waiting through the termination handler, not waitUntilExit, which would tie up a test thread's run loop.
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            launch.process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try launch.process.run() } catch { continuation.resume(throwing: error) }
+        }
+        return Outcome(status: status, stdout: try launch.standardOutput(), stderr: try launch.standardError())
+    }
+
+    /// A `ledger` process ready to run, its output going to files in a directory of its own.
+    struct Launch {
+        let process: Process
+        let directory: URL
+        var outURL: URL { directory.appendingPathComponent("out") }
+        var errURL: URL { directory.appendingPathComponent("err") }
+        func standardOutput() throws -> String { try String(contentsOf: outURL, encoding: .utf8) }
+        func standardError() throws -> String { try String(contentsOf: errURL, encoding: .utf8) }
+    }
+
+    static func prepare(_ arguments: [String], databaseURL: String, environment extra: [String: String]) throws -> Launch {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.merging(extra) { _, given in given }
         environment["DATABASE_URL"] = databaseURL
         process.environment = environment
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let (outURL, errURL) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
-        for file in [outURL, errURL] { try Data().write(to: file) }
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
+        let launch = Launch(
+            process: process,
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("ledger-cli-\(UUID().uuidString)"))
+        try FileManager.default.createDirectory(at: launch.directory, withIntermediateDirectories: true)
+        for file in [launch.outURL, launch.errURL] { try Data().write(to: file) }
+        process.standardOutput = try FileHandle(forWritingTo: launch.outURL)
+        process.standardError = try FileHandle(forWritingTo: launch.errURL)
         process.standardInput = FileHandle.nullDevice
-        // Waiting through the termination handler, not waitUntilExit, which would tie up a test thread's run loop.
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        return Outcome(
-            status: status, stdout: try String(contentsOf: outURL, encoding: .utf8),
-            stderr: try String(contentsOf: errURL, encoding: .utf8))
+        return launch
     }
 }

@@ -54,44 +54,28 @@ struct ServeCommandTests {
 
 /// `ledger serve --port 0` in the background, until `stop()`.
 final class RunningServer: Sendable {
-    let process: Process
+    let launch: LedgerBinary.Launch
     let port: Int
-    let outputFile: URL
-    let errorFile: URL
 
-    private init(process: Process, port: Int, outputFile: URL, errorFile: URL) {
-        self.process = process
+    private init(launch: LedgerBinary.Launch, port: Int) {
+        self.launch = launch
         self.port = port
-        self.outputFile = outputFile
-        self.errorFile = errorFile
     }
 
-    static func start(databaseURL: String, environment extra: [String: String] = [:]) async throws -> RunningServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-serve-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let (outURL, errURL) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
-        for file in [outURL, errURL] { try Data().write(to: file) }
-        let process = Process()
-        process.executableURL = LedgerBinary.url
-        process.arguments = ["serve", "--port", "0", "--seal-interval", "0"]
-        var environment = ProcessInfo.processInfo.environment.merging(extra) { _, given in given }
-        environment["DATABASE_URL"] = databaseURL
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+    static func start(databaseURL: String, environment: [String: String] = [:]) async throws -> RunningServer {
+        let launch = try LedgerBinary.prepare(
+            ["serve", "--port", "0", "--seal-interval", "0"], databaseURL: databaseURL, environment: environment)
+        try launch.process.run()
         let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline, process.isRunning {
-            let announced = try String(contentsOf: outURL, encoding: .utf8)
-            if let line = announced.split(separator: "\n").first(where: { $0.hasPrefix("ledger listening on http://") }),
+        while ContinuousClock.now < deadline, launch.process.isRunning {
+            if let line = try launch.standardOutput().split(separator: "\n").first(where: { $0.hasPrefix("ledger listening on http://") }),
                let port = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) {
-                return RunningServer(process: process, port: port, outputFile: outURL, errorFile: errURL)
+                return RunningServer(launch: launch, port: port)
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        process.terminate()
-        throw ServeDidNotStart(standardError: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+        launch.process.terminate()
+        throw ServeDidNotStart(standardError: (try? launch.standardError()) ?? "")
     }
 
     struct ServeDidNotStart: Error, CustomStringConvertible {
@@ -99,9 +83,9 @@ final class RunningServer: Sendable {
         var description: String { "ledger serve did not announce its address: \(standardError)" }
     }
 
-    var standardError: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
+    var standardError: String { (try? launch.standardError()) ?? "" }
     /// Everything it wrote: standard output and standard error.
-    var output: String { ((try? String(contentsOf: outputFile, encoding: .utf8)) ?? "") + standardError }
+    var output: String { ((try? launch.standardOutput()) ?? "") + standardError }
 
     func post(_ path: String, token: String, body: String) async throws -> Int {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
@@ -114,7 +98,8 @@ final class RunningServer: Sendable {
     }
 
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        launch.process.terminate()
+        launch.process.waitUntilExit()
+        try? FileManager.default.removeItem(at: launch.directory)
     }
 }

@@ -7,8 +7,9 @@ import Synchronization
 /// and a query on a connection PostgreSQL dropped mid-transaction has been seen to wait forever.
 /// A reconciliation has none: it streams a whole provider file through one connection, for as long as that takes.
 public enum Deadline {
-    /// For a request's work: an append, a read, a token check.
-    public static let request = Duration.seconds(5)
+    /// For a request's work: an append, a read, a token check. `serve --database-deadline` sets it for everything
+    /// the service runs; a task-local, so a test can give its own work a longer or shorter one.
+    @TaskLocal public static var request = Duration.seconds(5)
 }
 
 /// The database did not answer within the deadline. Nothing was half-written: PostgreSQL rolls back the transaction
