@@ -35,22 +35,9 @@ struct ServeCommand: AsyncParsableCommand {
                 try? resolved.embedded?.stop()
             }
         }
-        try await resolved.withClient(logger: logger) { client in
-            try await Migrator(client: client, logger: logger).migrate()
-            if let embedded = resolved.embedded {
-                try await DevelopmentToken.ensure(tokens: TokenStore(client: client), dataDirectory: embedded.dataDirectory)
-                try await ServiceRole.allowLogin(password: nil, client: client, logger: logger)
-            }
-        }
+        try await Self.prepare(resolved, logger: logger)
+        try await Self.warnIfOverPrivileged(resolved.serviceConfiguration, logger: logger)
         let client = PostgresClient(configuration: resolved.serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
-        try await Database(configuration: resolved.serviceConfiguration).withClient(logger: logger) { client in
-            if try await ServiceRole.connectedRoleIsPrivileged(client: client, logger: logger) {
-                logger.warning("""
-                    serve is connected as a role that may change or remove events; only the append-only trigger guards \
-                    them. Connect as \(ServiceRole.name) (see `ledger migrate --help`).
-                    """)
-            }
-        }
         let ledger = Ledger(client: client, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in
@@ -66,6 +53,33 @@ struct ServeCommand: AsyncParsableCommand {
                 // The service ends on SIGTERM/SIGINT; the sealing loop ends with it.
                 try await group.next()
                 group.cancelAll()
+            }
+        }
+    }
+}
+
+extension ServeCommand {
+    /// As the database's owner: pending migrations; on the embedded cluster also the development token and the
+    /// service role's login (its private socket trusts local users, so no password).
+    static func prepare(_ database: Database, logger: Logger) async throws {
+        try await database.withClient(logger: logger) { owner in
+            try await Migrator(client: owner, logger: logger).migrate()
+            if let embedded = database.embedded {
+                try await DevelopmentToken.ensure(tokens: TokenStore(client: owner), dataDirectory: embedded.dataDirectory)
+                try await ServiceRole.allowLogin(password: nil, client: owner, logger: logger)
+            }
+        }
+    }
+
+    /// Connects once as the service will (so a wrong password fails before the address is announced), and warns
+    /// when that role could change events: then only the append-only trigger guards them.
+    static func warnIfOverPrivileged(_ configuration: PostgresClient.Configuration, logger: Logger) async throws {
+        try await Database(configuration: configuration).withClient(logger: logger) { service in
+            if try await ServiceRole.connectedRoleIsPrivileged(client: service, logger: logger) {
+                logger.warning("""
+                    serve is connected as a role that may change or remove events; only the append-only trigger guards \
+                    them. Connect as \(ServiceRole.name) (see `ledger migrate --help`).
+                    """)
             }
         }
     }
