@@ -31,27 +31,26 @@ extension PostgresClient {
         within limit: Duration, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
     ) async throws -> T {
         let inUse = LeasedConnection()
-        let work = Task {
-            try await self.withConnection { connection in
-                inUse.connection.withLock { $0 = connection }
-                // Back in the pool it is someone else's: the deadline must not close it then.
-                defer { inUse.connection.withLock { $0 = nil } }
-                return try await body(connection)
-            }
-        }
         return try await withCheckedThrowingContinuation { continuation in
             let answer = FirstAnswer(continuation)
-            let deadline = Task {
+            let work = Task {
+                do {
+                    answer.give(.success(try await self.withConnection { connection in
+                        inUse.connection.withLock { $0 = connection }
+                        // Back in the pool it is someone else's: the deadline must not close it then.
+                        defer { inUse.connection.withLock { $0 = nil } }
+                        return try await body(connection)
+                    }))
+                } catch {
+                    answer.give(.failure(error))
+                }
+            }
+            answer.setDeadline(Task {
                 guard (try? await Task.sleep(for: limit)) != nil else { return }
                 work.cancel()
                 inUse.connection.withLock { $0 }?.close().whenComplete { _ in }
                 answer.give(.failure(DatabaseTimeout(limit: limit)))
-            }
-            Task {
-                let result = await work.result
-                deadline.cancel()
-                answer.give(result)
-            }
+            })
         }
     }
 }
@@ -61,18 +60,31 @@ private final class LeasedConnection: Sendable {
     let connection = Mutex<PostgresConnection?>(nil)
 }
 
-/// Resumes the caller with whichever answer comes first: the work's result or the deadline's timeout.
+/// Resumes the caller with whichever answer comes first, the work's result or the deadline's timeout, and then
+/// stops the deadline's timer.
 private final class FirstAnswer<T: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var deadline: Task<Void, Never>?
+    }
+    private let state: Mutex<State>
 
     init(_ continuation: CheckedContinuation<T, any Error>) {
-        self.continuation = Mutex(continuation)
+        state = Mutex(State(continuation: continuation))
     }
 
     func give(_ result: Result<T, any Error>) {
-        continuation.withLock { continuation in
-            continuation?.resume(with: result)
-            continuation = nil
+        state.withLock { state in
+            state.continuation?.resume(with: result)
+            state.continuation = nil
+            state.deadline?.cancel()
+        }
+    }
+
+    /// The timer, stopped at once when the work has already answered.
+    func setDeadline(_ deadline: Task<Void, Never>) {
+        state.withLock { state in
+            if state.continuation == nil { deadline.cancel() } else { state.deadline = deadline }
         }
     }
 }
