@@ -48,6 +48,7 @@ struct ServeCommandTests {
             let server = try await RunningServer.start(databaseURL: url)
             defer { server.stop() }
             #expect(server.standardError.contains("may change or remove events"), "\(server.standardError)")
+            #expect(server.address.hasPrefix("http://127.0.0.1:"), "listens on loopback unless told otherwise")
         }
     }
 }
@@ -55,10 +56,13 @@ struct ServeCommandTests {
 /// `ledger serve --port 0` in the background, until `stop()`.
 final class RunningServer: Sendable {
     let launch: LedgerBinary.Launch
+    /// As announced: `http://HOST:PORT`.
+    let address: String
     let port: Int
 
-    private init(launch: LedgerBinary.Launch, port: Int) {
+    private init(launch: LedgerBinary.Launch, address: String, port: Int) {
         self.launch = launch
+        self.address = address
         self.port = port
     }
 
@@ -69,8 +73,9 @@ final class RunningServer: Sendable {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline, launch.process.isRunning {
             if let line = try launch.standardOutput().split(separator: "\n").first(where: { $0.hasPrefix("ledger listening on http://") }),
-               let port = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) {
-                return RunningServer(launch: launch, port: port)
+               let address = line.split(separator: " ").dropFirst(3).first,
+               let port = address.split(separator: ":").last.flatMap({ Int($0) }) {
+                return RunningServer(launch: launch, address: String(address), port: port)
             }
             try await Task.sleep(for: .milliseconds(100))
         }
