@@ -141,7 +141,8 @@ class Service:
 
 
 def request(method, port, path, body=None, token=None, timeout=10.0):
-    """One HTTP request on a fresh connection: (status, headers as a lower-case dict, body bytes)."""
+    """One HTTP request on a fresh connection: (status, headers as a lower-case dict, body bytes).
+    Raises OSError for every way the connection can fail, a service killed in the middle of its answer included."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         headers = {}
@@ -152,6 +153,8 @@ def request(method, port, path, body=None, token=None, timeout=10.0):
         connection.request(method, path, body=body, headers=headers)
         response = connection.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    except http.client.HTTPException as error:  # IncompleteRead, RemoteDisconnected (already an OSError), …
+        raise ConnectionError(f"the answer was cut off: {error!r}") from error
     finally:
         connection.close()
 
