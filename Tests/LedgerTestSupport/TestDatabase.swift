@@ -72,9 +72,7 @@ public enum TestDatabase {
     ) async throws -> T {
         let (database, name) = try await fresh(poolSize: poolSize)
         do {
-            // Tests run many suites at once on small shared machines: the service's 5 s deadline would cut ordinary
-            // work short there. Tests of the deadline set their own.
-            let result = try await Deadline.$request.withValue(.seconds(60)) { try await body(database, name) }
+            let result = try await body(database, name)
             try await drop(name)
             return result
         } catch {

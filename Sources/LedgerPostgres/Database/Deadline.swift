@@ -5,11 +5,12 @@ import Synchronization
 /// How long the service's database work may take before the caller is answered 503 and retries. An outage must
 /// never hold a request: while PostgreSQL is down the pool keeps requests waiting for a connection (up to a minute),
 /// and a query on a connection PostgreSQL dropped mid-transaction has been seen to wait forever.
-/// A reconciliation has none: it streams a whole provider file through one connection, for as long as that takes.
 public enum Deadline {
-    /// For a request's work: an append, a read, a token check. `serve --database-deadline` sets it for everything
-    /// the service runs; a task-local, so a test can give its own work a longer or shorter one.
-    @TaskLocal public static var request = Duration.seconds(5)
+    /// For a request's work: an append, a read, a token check, a revenue report, the anomalies (a reconciliation has
+    /// none: it streams a whole provider file through one connection). `serve --database-deadline` sets it (5 s) for
+    /// everything the service runs; nil, the default, is no limit: the operator's commands wait as long as it takes.
+    /// A task-local, so a test can give its own work one.
+    @TaskLocal public static var request: Duration?
 }
 
 /// The database did not answer within the deadline. Nothing was half-written: PostgreSQL rolls back the transaction
@@ -20,16 +21,18 @@ public struct DatabaseTimeout: Error, CustomStringConvertible {
 }
 
 extension PostgresClient {
-    /// Leases a connection and runs `body` on it, giving up after `limit` with `DatabaseTimeout`: a wait for a
-    /// connection is cancelled, and a connection still in use is closed. `body` must finish with its rows inside.
+    /// Leases a connection and runs `body` on it, giving up after `limit` (when there is one) with `DatabaseTimeout`:
+    /// a wait for a connection is cancelled, and a connection still in use is closed. `body` must finish with its
+    /// rows inside.
     ///
     /// The work runs in a task of its own, and the caller is answered at the deadline without waiting for it:
     /// PostgresNIO's queries ignore cancellation, and when PostgreSQL shuts down in the middle of a transaction a
     /// query on that connection has been seen never to return, even after the connection is closed
     /// (scripts/faults/db-restart). Such a task stays suspended; that is the price of answering.
     public func withConnection<T: Sendable>(
-        within limit: Duration, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
+        within limit: Duration?, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
     ) async throws -> T {
+        guard let limit else { return try await withConnection { try await body($0) } }
         let inUse = LeasedConnection()
         return try await withCheckedThrowingContinuation { continuation in
             let answer = FirstAnswer(continuation)
@@ -90,7 +93,7 @@ private final class FirstAnswer<T: Sendable>: Sendable {
 }
 
 extension PostgresClient {
-    /// Runs one query and reads its rows within `Deadline.request`.
+    /// Runs one query and reads its rows, within `Deadline.request` when there is one.
     public func query<T: Sendable>(
         _ query: PostgresQuery, logger: Logger, reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T
     ) async throws -> T {
