@@ -7,9 +7,11 @@ import PostgresNIO
 /// process exits, if we started it), and a fresh database for each test, cloned from a migrated template.
 /// No PostgreSQL on the machine means every storage test fails with the reason — never a silent skip.
 public enum TestDatabase {
-    /// `LEDGER_TEST_DATA_DIR`, default a fixed directory under /tmp (reused across runs, so only the first pays initdb).
+    /// `LEDGER_TEST_DATA_DIR`, default a directory of this test process's own under /tmp, removed when it exits:
+    /// two test runs on one machine (two checkouts, CI beside a developer) never share, drop or stop each other's
+    /// cluster. Each run pays one initdb (about a second).
     static let dataDirectory = URL(fileURLWithPath:
-        ProcessInfo.processInfo.environment["LEDGER_TEST_DATA_DIR"] ?? "/tmp/orderledger-test-\(geteuid())")
+        ProcessInfo.processInfo.environment["LEDGER_TEST_DATA_DIR"] ?? "/tmp/orderledger-test-\(geteuid())-\(getpid())")
 
     static let template = "ledger_template"
 
@@ -18,7 +20,13 @@ public enum TestDatabase {
         let cluster = EmbeddedPostgres(dataDirectory: dataDirectory)
         if try cluster.start() {
             clusterToStopAtExit = cluster
-            atexit { try? clusterToStopAtExit?.stop() }
+            atexit {
+                guard let cluster = clusterToStopAtExit else { return }
+                try? cluster.stop()
+                if ProcessInfo.processInfo.environment["LEDGER_TEST_DATA_DIR"] == nil {
+                    try? FileManager.default.removeItem(at: cluster.dataDirectory)
+                }
+            }
         }
         try await admin(cluster) { client in
             try await client.query("DROP DATABASE IF EXISTS \(unescaped: template) WITH (FORCE)")
