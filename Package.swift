@@ -36,6 +36,7 @@ let package = Package(
                 .embedInCode("004_audit.sql"),
                 .embedInCode("005_finance.sql"),
                 .embedInCode("006_service_role.sql"),
+                .embedInCode("007_stream_head.sql"),
             ]
         ),
         .target(

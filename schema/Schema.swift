@@ -8,5 +8,6 @@ public enum LedgerSchema {
         ("004_audit.sql", String(decoding: PackageResources._04_audit_sql, as: UTF8.self)),
         ("005_finance.sql", String(decoding: PackageResources._05_finance_sql, as: UTF8.self)),
         ("006_service_role.sql", String(decoding: PackageResources._06_service_role_sql, as: UTF8.self)),
+        ("007_stream_head.sql", String(decoding: PackageResources._07_stream_head_sql, as: UTF8.self)),
     ]
 }

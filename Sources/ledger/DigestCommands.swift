@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LedgerHTTP
 import LedgerPostgres
 
@@ -10,26 +11,35 @@ struct SealCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let checkpoint: DigestCheckpoint? = try await database.withMigratedClient { client in
-            let digests = LedgerDigests(client: client)
-            if let sealed = try await digests.seal() { return sealed }
-            return try await digests.latest()
-        }
+        let checkpoint = try await database.withMigratedClient { client in try await LedgerDigests(client: client).sealNow() }
         print(checkpoint.map(\.pinned) ?? "the ledger has no events to seal")
     }
 }
 
-/// `ledger digest`: the latest checkpoint, to save and later pass to `ledger verify --digest`.
+/// `ledger digest`: a checkpoint of the ledger as it is now, to save and later pass to `ledger verify --digest`.
+/// It seals first (the background sealer may not have run since the last events), unless the role may not write
+/// checkpoints; then it prints the latest one and says how to get a newer one.
 struct DigestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "digest", abstract: "Print the latest ledger digest checkpoint (DIGEST@POSITION).")
+        commandName: "digest", abstract: "Seal the ledger now and print its digest checkpoint (DIGEST@POSITION).")
 
     @Flag(help: "Print the same JSON as GET /v1/ledger/digest.") var json = false
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        guard let checkpoint = try await database.withMigratedClient({ client in try await LedgerDigests(client: client).latest() })
-        else { throw CommandFailure("no digest yet: run `ledger seal` (or `ledger serve`, which seals in the background)") }
+        let (checkpoint, sealed) = try await database.withMigratedClient { client in
+            try await LedgerDigests(client: client).sealIfPermitted()
+        }
+        if !sealed {
+            FileHandle.standardError.write(Data("""
+                this role may not seal the ledger: the latest stored checkpoint follows, which may not cover the newest \
+                events. Run `ledger seal` as the database's owner or as ledger_service (serve seals every --seal-interval seconds).
+
+                """.utf8))
+        }
+        guard let checkpoint else {
+            throw CommandFailure("no digest yet: the ledger has no events, or this role may not seal it (run `ledger seal` as its owner)")
+        }
         print(json ? checkpoint.json.canonicalJSON : checkpoint.pinned)
     }
 }

@@ -81,11 +81,31 @@ struct AuditVerifyTests {
         }
     }
 
-    @Test func sealingRefusesToVouchForABrokenEvent() async throws {
+    @Test func sealingStopsJustBeforeABrokenEventNamesItAndKeepsTheRestReadable() async throws {
+        try await TestDatabase.withClient { client in
+            let ledger = Ledger(client: client)
+            try await recordHappyOrders(2, on: ledger)
+            try await tamper(client, ["UPDATE events SET type = 'order.cancelled' WHERE order_id = 'order-0' AND version = 6"])
+            let refusal = try #require(await #expect(throws: SealRefused.self) { try await LedgerDigests(client: client).sealNow() })
+            #expect(refusal.orderId == "order-0" && refusal.version == 6)
+            #expect(refusal.description.contains("order order-0 version 6"))
+            // Every event before the broken one is sealed, and stays the digest everyone reads.
+            #expect(refusal.sealedUpTo?.eventCount == 5)
+            #expect(try await LedgerDigests(client: client).latest() == refusal.sealedUpTo)
+            #expect(try await ledger.history("order-1")?.entries.count == 6, "reads go on")
+            #expect(try await ledger.order("order-0")?.state == .finished)
+        }
+    }
+
+    @Test func verifyExplainsAChainThatMissedThePreviousHash() async throws {
         try await TestDatabase.withClient { client in
             try await recordHappyOrders(1, on: Ledger(client: client))
-            try await tamper(client, ["UPDATE events SET type = 'order.cancelled' WHERE order_id = 'order-0' AND version = 6"])
-            await #expect(throws: SealRefused.self) { try await sealUntil(6, client) }
+            // What the concurrent-append defect before schema/007 wrote: version 3 sealed onto no previous hash.
+            try await tamper(client, ["UPDATE events SET hash = sha256(canonical) WHERE order_id = 'order-0' AND version = 3"])
+            let report = try await LedgerVerifier(client: client).verify()
+            #expect(report.brokenEvents.first?.version == 3, "version 4, chained onto the old hash, breaks too")
+            #expect(report.brokenEvents.first?.problem.contains("chains onto no previous event") == true)
+            #expect(!report.passed)
         }
     }
 

@@ -10,3 +10,13 @@ extension EventStore {
         return 0
     }
 }
+
+extension EventStore {
+    /// The highest position taken by a stored event (nil: none), whatever the feed's horizon.
+    public func lastPosition() async throws -> Int64? {
+        for try await position in try await client.query("SELECT max(position) FROM events").decode(Int64?.self) {
+            return position
+        }
+        return nil
+    }
+}

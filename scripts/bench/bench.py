@@ -335,7 +335,9 @@ def main():
         for first in range(1, extra_orders + 1, chunk):
             last = min(extra_orders, first + chunk - 1)
             psql(url, f"""
-                INSERT INTO streams (order_id, version) SELECT 'r{run_tag}-' || g, 6 FROM generate_series({first}, {last}) g;
+                INSERT INTO streams (order_id, version, last_hash)
+                SELECT 'r{run_tag}-' || g, 6, (SELECT hash FROM events WHERE order_id = 'h-1' AND version = 6)
+                FROM generate_series({first}, {last}) g;
                 INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
                 SELECT 'r{run_tag}-' || g, e.version, gen_random_uuid(), e.type,
                        CASE WHEN e.data ? 'transactionId'

@@ -108,8 +108,7 @@ def append_transaction(steps, first_version):
     out.append(
         f"INSERT INTO streams AS s (order_id, version) VALUES ({OID}, {count})\n"
         f"ON CONFLICT (order_id) DO UPDATE SET version = s.version + EXCLUDED.version\n"
-        f"RETURNING s.version - {count}, clock_timestamp(),\n"
-        f"    (SELECT e.hash FROM events e WHERE e.order_id = s.order_id AND e.version = s.version - {count});\n")
+        f"RETURNING s.version - {count}, clock_timestamp(), s.last_hash;\n")
     # EventStore.storedResult
     out.append(
         f"SELECT e.event_id, e.order_id, e.version, e.position,\n"
@@ -147,6 +146,7 @@ def append_transaction(steps, first_version):
             f"RETURNING 1;\n")
     # EventStore.insert
     out.append(
+        f"WITH head AS (UPDATE streams SET last_hash = {HASH} WHERE order_id = {OID})\n"
         f"INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)\n"
         f"SELECT {OID}, {previous} + n.ordinal, n.event_id, n.type, n.data::jsonb, n.metadata::jsonb,\n"
         f"       NULLIF(n.occurred_at, '')::timestamptz, clock_timestamp(), n.canonical, n.hash\n"
@@ -195,12 +195,12 @@ def preload_history_sql(count):
         data = json.dumps(event_data(step, "@@TX@@"), separators=(",", ":"), sort_keys=True)
         rows.append(f"({step + 1}, {sql_text(LIFECYCLE_TYPES[step])}, {sql_text(data)})")
     return (
-        "INSERT INTO streams (order_id, version) SELECT 'h-' || g, 6 FROM generate_series(1, %d) g;\n"
+        "INSERT INTO streams (order_id, version, last_hash) SELECT 'h-' || g, 6, %s FROM generate_series(1, %d) g;\n"
         "INSERT INTO events (order_id, version, event_id, type, data, metadata, recorded_at, canonical, hash)\n"
         "SELECT 'h-' || g, t.version, gen_random_uuid(), t.type, replace(t.data, '@@TX@@', 't-h-' || g)::jsonb,\n"
         "       %s::jsonb, clock_timestamp(), %s, %s\n"
         "FROM generate_series(1, %d) g CROSS JOIN (VALUES %s) AS t(version, type, data)\n"
-        "ORDER BY g, t.version;\n" % (count, sql_text(metadata_json()), CANONICAL, HASH, count, ", ".join(rows)))
+        "ORDER BY g, t.version;\n" % (HASH, count, sql_text(metadata_json()), CANONICAL, HASH, count, ", ".join(rows)))
 
 
 if __name__ == "__main__":

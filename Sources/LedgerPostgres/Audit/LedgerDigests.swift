@@ -15,12 +15,21 @@ public struct DigestCheckpoint: Sendable, Hashable {
     public var pinned: String { "\(digest.hex)@\(position)" }
 }
 
-/// Why sealing stopped: the next event's seal is broken, so no digest may vouch for it. `ledger verify` says more.
+/// Why sealing stopped: the next event's seal is broken, so no digest may vouch for it or anything after it in feed
+/// order. Everything before it was sealed (`sealedUpTo`); reads go on as before. `ledger verify` says more, and
+/// docs/operating.md says what an operator does.
 public struct SealRefused: Error, CustomStringConvertible {
     public let orderId: String
     public let version: Int
+    public let position: Int64
     public let problem: String
-    public var description: String { "cannot seal past order \(orderId) version \(version): \(problem)" }
+    /// The newest checkpoint, which covers every event before the broken one (nil if none could be sealed).
+    public let sealedUpTo: DigestCheckpoint?
+    public var description: String {
+        "sealing stopped at order \(orderId) version \(version) (position \(position)): \(problem). "
+            + "Events before it are sealed\(sealedUpTo.map { " (\($0.pinned))" } ?? ""); "
+            + "run `ledger verify` and see docs/operating.md, \"A broken seal\""
+    }
 }
 
 /// Reads and extends the digest checkpoints (`ledger_digests`).
@@ -62,8 +71,9 @@ public struct LedgerDigests: Sendable {
     }
 
     /// Folds the events recorded since the latest checkpoint into the digest and stores a new checkpoint (none when
-    /// nothing is new). Each event's seal is checked first: a digest never vouches for a broken event. Sealers take
-    /// turns on an advisory lock, so `serve` and `ledger seal` can run at once.
+    /// nothing is new). Each event's seal is checked first: a digest never vouches for a broken event, so sealing
+    /// stops just before one, stores what it could and throws `SealRefused` naming it. Sealers take turns on an
+    /// advisory lock, so `serve` and `ledger seal` can run at once.
     @discardableResult
     public func seal() async throws -> DigestCheckpoint? {
         try await client.withConnection { connection in
@@ -79,6 +89,40 @@ public struct LedgerDigests: Sendable {
         }
     }
 
+    /// A checkpoint of the ledger as it is now, for `ledger seal` and `ledger digest`. Sealing stops below the oldest
+    /// transaction still open, so this first waits (up to `wait`) for the transactions open when it was called to
+    /// end: every event committed before the call is then covered.
+    public func sealNow(waitingAtMost wait: Duration = .seconds(10)) async throws -> DigestCheckpoint? {
+        try await waitForTransactionsOpenNow(atMost: wait)
+        if let sealed = try await seal() { return sealed }
+        return try await latest()
+    }
+
+    /// `sealNow`, for a role that may only read checkpoints too: it gets the latest stored one, and `sealed` false.
+    public func sealIfPermitted() async throws -> (checkpoint: DigestCheckpoint?, sealed: Bool) {
+        do {
+            return (try await sealNow(), true)
+        } catch where sqlState(of: error) == SQLStates.insufficientPrivilege {
+            return (try await latest(), false)
+        }
+    }
+
+    /// Returns once every transaction that had an id when it was called has ended, or `atMost` has passed.
+    /// PostgreSQL has no statement that waits for another transaction's end, so this polls (20 ms).
+    private func waitForTransactionsOpenNow(atMost: Duration) async throws {
+        var horizon: String?
+        for try await xmax in try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text", logger: logger)
+            .decode(String.self) { horizon = xmax }
+        guard let horizon else { return }
+        let deadline = ContinuousClock.now + atMost
+        while ContinuousClock.now < deadline {
+            for try await passed in try await client.query(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= \(horizon)::xid8", logger: logger
+            ).decode(Bool.self) where passed { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// "ledger digest" as an advisory-lock key (any constant; distinct from the migrator's).
     static let lockKey: Int64 = 0x6c65_6467_6572_6467
 
@@ -87,24 +131,39 @@ public struct LedgerDigests: Sendable {
         var digest = start?.digest ?? EventSeal.genesisDigest
         var count = start?.eventCount ?? 0
         var last: Int64?
+        var broken: AuditedEvent?
         try await AuditLog(client: client, logger: logger).forEachInFeedOrder(.stable, after: start?.position) { audited in
-            if let problem = audited.sealProblem {
-                throw SealRefused(orderId: audited.event.orderId, version: audited.event.version, problem: problem)
+            guard audited.sealProblem == nil, let hash = audited.hash else {
+                broken = audited
+                return false
             }
-            digest = EventSeal.digest(previous: digest, eventHash: audited.hash!)
+            digest = EventSeal.digest(previous: digest, eventHash: hash)
             count += 1
             last = audited.event.position
             return true
         }
-        guard let last else { return nil }
+        var checkpoint: DigestCheckpoint?
+        if let last {
+            checkpoint = try await store(DigestCheckpoint(eventCount: count, position: last, digest: digest, recordedAt: .now), on: connection)
+        }
+        if let broken {
+            throw SealRefused(
+                orderId: broken.event.orderId, version: broken.event.version, position: broken.event.position,
+                problem: broken.sealProblem ?? "the event is not sealed", sealedUpTo: checkpoint ?? start)
+        }
+        return checkpoint
+    }
+
+    /// Inserts the checkpoint; returns it with the time the database recorded.
+    private func store(_ checkpoint: DigestCheckpoint, on connection: PostgresConnection) async throws -> DigestCheckpoint {
         let rows = try await connection.query(
             """
-            INSERT INTO ledger_digests (event_count, position, digest) VALUES (\(count), \(last), \(ByteBuffer(bytes: digest)))
+            INSERT INTO ledger_digests (event_count, position, digest)
+            VALUES (\(checkpoint.eventCount), \(checkpoint.position), \(ByteBuffer(bytes: checkpoint.digest)))
             RETURNING recorded_at
             """, logger: logger)
-        for try await recordedAt in rows.decode(Date.self) {
-            return DigestCheckpoint(eventCount: count, position: last, digest: digest, recordedAt: recordedAt)
-        }
-        return nil
+        var stored = checkpoint
+        for try await recordedAt in rows.decode(Date.self) { stored.recordedAt = recordedAt }
+        return stored
     }
 }

@@ -50,8 +50,10 @@ public struct Ledger: Sendable {
         }
         if let order { return Recorded(append: append, order: order) }
         // A replay: the order as it was right after the original append.
-        let original = try await history(orderId, upTo: .version(append.version))
-        return Recorded(append: append, order: original.order!)
+        guard let original = try await history(orderId, upTo: .version(append.version)).order else {
+            throw CorruptRow(column: "order_id", value: orderId)  // a replayed append always has stored events
+        }
+        return Recorded(append: append, order: original)
     }
 
     /// Parses each submission into a domain event, naming the failing field with its place in the batch.

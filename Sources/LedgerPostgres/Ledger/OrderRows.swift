@@ -28,7 +28,8 @@ struct OrderRows: Sendable {
                     transactionId: transactionId, orderId: order.orderId, granted: order.grantedAt != nil)
             }
         }
-        guard let order else { preconditionFailure("an accepted batch always leaves an order") }
+        // Unreachable (the decider refuses anything but order.created on no order), but a throw, never a trap.
+        guard let order else { throw CorruptRow(column: "order_id", value: context.orderId) }
         try await save(order, on: connection)
         return order
     }

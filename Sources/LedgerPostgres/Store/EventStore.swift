@@ -92,6 +92,10 @@ public struct EventStore: Sendable {
     /// Locks the stream row (creating it for a new order) and bumps its version by `count` in one statement.
     /// Returns the version before the bump, the database clock after the lock was granted (so times within one
     /// order never go backwards) and the hash of the order's last event, which the new events chain onto.
+    ///
+    /// Everything comes from the locked row itself. Under READ COMMITTED, a statement that waited for the lock
+    /// updates the newest row version, but any other table it reads (a subquery on `events`) is read as of the
+    /// snapshot taken before the wait — it would miss the event the lock holder just committed (schema/007).
     private func lockStream(
         _ orderId: String, adding count: Int, on connection: PostgresConnection
     ) async throws -> (version: Int, now: Date, lastHash: [UInt8]?) {
@@ -99,13 +103,12 @@ public struct EventStore: Sendable {
             """
             INSERT INTO streams AS s (order_id, version) VALUES (\(orderId), \(count))
             ON CONFLICT (order_id) DO UPDATE SET version = s.version + EXCLUDED.version
-            RETURNING s.version - \(count), clock_timestamp(),
-                (SELECT e.hash FROM events e WHERE e.order_id = s.order_id AND e.version = s.version - \(count))
+            RETURNING s.version - \(count), clock_timestamp(), s.last_hash
             """, logger: logger)
         for try await (previous, now, lastHash) in rows.decode((Int, Date, ByteBuffer?).self) {
             return (previous, now, lastHash.map { Array($0.readableBytesView) })
         }
-        preconditionFailure("INSERT … RETURNING returns one row")
+        throw StreamLockReturnedNothing(orderId: orderId)
     }
 
     /// The original result when every event id is already stored with the same order, type and data;
@@ -126,15 +129,15 @@ public struct EventStore: Sendable {
         }
         if stored.isEmpty { return nil }
         // A batch is replayed whole or not at all: a request that mixes stored and new events is a different request.
-        let replayed = events.compactMap { stored[$0.eventId] }
-        guard replayed.count == events.count else {
-            let firstNew = events.first { stored[$0.eventId] == nil }!
+        if let firstNew = events.first(where: { stored[$0.eventId] == nil }) {
             throw EventStoreError.idempotencyConflict(eventId: firstNew.eventId, storedOrderId: orderId)
         }
+        let replayed = events.compactMap { stored[$0.eventId] }
         return AppendResult(orderId: orderId, events: replayed, isReplay: true)
     }
 
-    /// Inserts the events after version `current`, each sealed onto the chain that ends in `lastHash`.
+    /// Inserts the events after version `current`, each sealed onto the chain that ends in `lastHash`, and moves the
+    /// stream's `last_hash` to the last of them — one statement, on the stream row this transaction has locked.
     private func insert(
         _ events: [NewEvent], into orderId: String, after current: Int, lastHash: [UInt8]?, recordedAt: Date,
         on connection: PostgresConnection
@@ -154,6 +157,7 @@ public struct EventStore: Sendable {
         }
         let rows = try await connection.query(
             """
+            WITH head AS (UPDATE streams SET last_hash = \(hashes.last) WHERE order_id = \(orderId))
             INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
             SELECT \(orderId), \(current) + n.ordinal, n.event_id, n.type, n.data::jsonb, n.metadata::jsonb,
                    NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(recordedAt)), n.canonical, n.hash

@@ -93,3 +93,10 @@ public enum StreamLimit: Sendable, Hashable {
     /// Events recorded at or before this moment.
     case recordedAt(Date)
 }
+
+/// The stream lock's `INSERT … RETURNING` answered no row: PostgreSQL broke its own contract; the append is refused
+/// (a 500 for this request, never a trap that ends the service).
+struct StreamLockReturnedNothing: Error, CustomStringConvertible {
+    let orderId: String
+    var description: String { "locking the stream of order \(orderId) returned no row" }
+}
