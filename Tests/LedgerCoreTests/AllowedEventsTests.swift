@@ -2,9 +2,51 @@ import Foundation
 import LedgerCore
 import Testing
 
-@Suite("allowedEvents(from:) agrees with decide")
+/// The transition table of docs/domain.md ("Transitions"), written out here by hand rather than derived from the
+/// code: `decide` and `allowedEvents(from:)` are both checked against it, so a change to either that the document
+/// does not make fails here.
+@Suite("The decider accepts what docs/domain.md's transition table accepts, and nothing else")
 struct AllowedEventsTests {
-    /// The happy-path event of each type: the representative `decide` is asked about.
+    /// docs/domain.md, table "Transitions", row by row: for each event, every `from` state of a row that accepts it
+    /// (nil = no order). Rows that only refuse (`invalid_transition`, `order_exists`) add no state.
+    static let documentedTable: [(event: EventType, from: [OrderState?])] = [
+        // | `order.created` | no order | `created` |
+        (.orderCreated, [nil]),
+        // | `payment.queued` | `created` | `payment_queued` |
+        (.paymentQueued, [.created]),
+        // | `receipt.received` | `created`, `payment_queued`, `verification_failed` | `receipt_received` |
+        // | | `cancelled` | `receipt_received`, flag `late_receipt` |
+        // | | `receipt_received`, `verified`, `granted`, `finished`, `refunded` | — (a resubmission) |
+        (.receiptReceived, [.created, .paymentQueued, .verificationFailed,
+                            .cancelled,
+                            .receiptReceived, .verified, .granted, .finished, .refunded]),
+        // | `receipt.verified` | `receipt_received`, `verification_failed` | `verified` |
+        (.receiptVerified, [.receiptReceived, .verificationFailed]),
+        // | `verification.failed` | `receipt_received`, `verification_failed` | … |
+        (.verificationFailed, [.receiptReceived, .verificationFailed]),
+        // | `order.granted` | `verified` | `granted` |
+        (.orderGranted, [.verified]),
+        // | `order.finished` | `granted` | `finished` |
+        // | | `rejected`, `cancelled`, `refunded` without `finishedAt` | — |
+        // | | `receipt_received`, `verification_failed`, `verified` without `finishedAt` | —, flag `finished_before_grant` |
+        (.orderFinished, [.granted,
+                          .rejected, .cancelled, .refunded,
+                          .receiptReceived, .verificationFailed, .verified]),
+        // | `order.cancelled` | `created`, `payment_queued` | `cancelled` |
+        (.orderCancelled, [.created, .paymentQueued]),
+        // | `order.refunded` | `granted`, `finished` | `refunded` |
+        // | | `verified` | `refunded`, flag `refunded_before_grant` |
+        (.orderRefunded, [.granted, .finished,
+                          .verified]),
+    ]
+
+    /// Whether the documented table has a row accepting `event` from `state`.
+    static func documentedAccepts(_ event: EventType, from state: OrderState?) -> Bool {
+        documentedTable.contains { $0.event == event && $0.from.contains(state) }
+    }
+
+    /// The happy-path event of each type: the representative `decide` is asked about. Its data agrees with the
+    /// order (same transaction, account, product), so only the transition itself can be refused.
     static func example(of type: EventType) -> OrderEvent {
         switch type {
         case .orderCreated: Sample.created
@@ -21,26 +63,45 @@ struct AllowedEventsTests {
 
     static let states: [OrderState?] = [nil] + OrderState.allCases
 
+    @Test func theTableNamesEveryEventTypeOnce() {
+        #expect(Self.documentedTable.map(\.event) == EventType.allCases)
+    }
+
+    /// Every (state, event type) pair: `decide` accepts the example exactly when a documented row does, and refuses
+    /// it with the documented code otherwise. States are reached by their shortest history (no `finishedAt` but in
+    /// `finished`), which is what the table's "without `finishedAt`" rows need.
     @Test(arguments: states)
-    func everyAllowedEventHasAnAcceptedExampleAndEveryOtherIsRefused(state: OrderState?) {
+    func decideAcceptsExactlyTheDocumentedTransitions(state: OrderState?) {
         let history = state.map(Sample.history(to:)) ?? []
-        let allowed = OrderDecider.allowedEvents(from: state)
         for type in EventType.allCases {
             let refusal = record(Self.example(of: type), after: history).refusal
-            if allowed.contains(type) {
-                #expect(refusal == nil, "\(type.rawValue) from \(state?.rawValue ?? "no order")")
+            let pair = "\(type.rawValue) from \(state?.rawValue ?? "no order")"
+            if Self.documentedAccepts(type, from: state) {
+                #expect(refusal == nil, "documented as accepted: \(pair)")
             } else if type == .orderCreated {
-                #expect(refusal?.code == "order_exists")
+                #expect(refusal?.code == "order_exists", "\(pair)")
             } else {
-                #expect(refusal?.code == "invalid_transition", "\(type.rawValue) from \(state?.rawValue ?? "no order")")
+                #expect(refusal?.code == "invalid_transition", "documented as refused: \(pair)")
             }
         }
     }
 
+    /// `allowedEvents(from:)` (what an `invalid_transition` refusal lists) is the documented row set for the
+    /// state, in `EventType.allCases` order.
     @Test(arguments: states)
-    func allowedEventsAreListedInDeclarationOrder(state: OrderState?) {
-        let allowed = OrderDecider.allowedEvents(from: state)
-        #expect(allowed == EventType.allCases.filter(allowed.contains))
+    func allowedEventsAreTheDocumentedOnesInDeclarationOrder(state: OrderState?) {
+        let documented = EventType.allCases.filter { Self.documentedAccepts($0, from: state) }
+        #expect(OrderDecider.allowedEvents(from: state) == documented, "from \(state?.rawValue ?? "no order")")
+    }
+
+    /// The `order.finished` rows that apply only "without `finishedAt`": once a finish is recorded, a second one is
+    /// an `invalid_transition`, and the refusal's list leaves `order.finished` out (docs/domain.md, below the table).
+    @Test(arguments: [OrderState.rejected, .cancelled, .refunded, .receiptReceived, .verificationFailed, .verified])
+    func aSecondFinishOutsideGrantedIsRefusedAndNotListed(state: OrderState) {
+        let history = Sample.history(to: state) + [Sample.finished]
+        let documented = EventType.allCases.filter { Self.documentedAccepts($0, from: state) && $0 != .orderFinished }
+        #expect(record(Sample.finished, after: history).refusal
+            == .invalidTransition(state: state, event: .orderFinished, allowed: documented))
     }
 
     @Test func invalidTransitionNamesTheAllowedEvents() {

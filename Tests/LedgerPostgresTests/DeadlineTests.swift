@@ -2,6 +2,7 @@ import Foundation
 import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// Database work gives up at its deadline, whether it waits for a connection or on one, so no request hangs.
@@ -9,37 +10,53 @@ import Testing
 struct DeadlineTests {
     @Test func workStuckOnItsConnectionEndsAtTheDeadlineAndItsConnectionIsClosed() async throws {
         try await TestDatabase.withClient(poolSize: 2) { client in
-            let started = ContinuousClock.now
-            await #expect(throws: DatabaseTimeout.self) {
-                try await client.withConnection(within: .milliseconds(300)) { connection in
-                    // Stands for a query whose answer never comes (PostgresNIO queries ignore cancellation).
-                    try await connection.query("SELECT pg_sleep(20)", logger: .init(label: "test"))
+            // The test holds an advisory lock on one connection; the work, on the other, waits for it: a query whose
+            // answer cannot come until the test lets it (PostgresNIO queries ignore cancellation).
+            try await client.withConnection { holder in
+                try await holder.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
+                try await client.query("SELECT 1")  // the pool's second connection is open before the deadline starts
+                let onItsConnection = StartedFlag()
+                let started = ContinuousClock.now
+                await #expect(throws: DatabaseTimeout.self) {
+                    try await client.withConnection(within: .milliseconds(300)) { connection in
+                        onItsConnection.set()
+                        // A fail-safe, not the synchronisation: a broken deadline fails the test in 10 s, not never.
+                        try await connection.query("SET lock_timeout = '10s'", logger: .init(label: "test"))
+                        try await connection.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
+                    }
                 }
+                let waited = ContinuousClock.now - started
+                #expect(onItsConnection.isSet, "the deadline came while the work still waited for a connection")
+                #expect(waited < .seconds(5), "the stuck query held the caller for \(waited)")
+                // The pool replaced the closed connection: work goes on, while the old one is still stuck.
+                let one = try await client.query("SELECT 1", logger: .init(label: "test")) { rows in
+                    for try await value in rows.decode(Int.self) { return value }
+                    return 0
+                }
+                #expect(one == 1)
+                try await holder.query("SELECT pg_advisory_unlock(\(Self.stuckLock))", logger: .init(label: "test"))
             }
-            let waited = ContinuousClock.now - started
-            #expect(waited < .seconds(5), "the stuck query held the caller for \(waited)")
-            // The pool replaced the closed connection: work goes on.
-            let one = try await client.query("SELECT 1", logger: .init(label: "test")) { rows in
-                for try await value in rows.decode(Int.self) { return value }
-                return 0
-            }
-            #expect(one == 1)
         }
     }
 
     @Test func waitingForAConnectionEndsAtTheDeadline() async throws {
         try await TestDatabase.withClient(poolSize: 1) { client in
+            let (holding, holds) = AsyncStream<Void>.makeStream()
+            let (released, release) = AsyncStream<Void>.makeStream()
             let holder = Task {
-                try await client.withConnection(within: .seconds(30)) { connection in
-                    try await connection.query("SELECT pg_sleep(3)", logger: .init(label: "test"))
+                defer { holds.finish() }  // also if the holder never gets the connection: the test then fails, not hangs
+                try await client.withConnection(within: .seconds(30)) { _ in
+                    holds.finish()  // the holder has the pool's only connection
+                    await Self.waitUntilFinished(released, atMost: .seconds(10))
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))  // the holder has the pool's only connection
+            for await _ in holding {}
             let started = ContinuousClock.now
             await #expect(throws: DatabaseTimeout.self) {
                 try await client.withConnection(within: .milliseconds(300)) { _ in }
             }
             #expect(ContinuousClock.now - started < .seconds(2))
+            release.finish()
             try await holder.value
         }
     }
@@ -59,4 +76,25 @@ struct DeadlineTests {
             }
         }
     }
+
+    /// The advisory lock key the stuck work waits on (advisory locks are per database, and each test has its own).
+    static let stuckLock: Int64 = 0x5EAD_11FE
+
+    /// Returns when `stream` finishes, or after `limit` at the latest: a broken deadline then fails the test (the
+    /// waiter gets the connection late) instead of hanging it. A fail-safe, not the synchronisation.
+    static func waitUntilFinished(_ stream: AsyncStream<Void>, atMost limit: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in stream {} }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+/// Set once, read from another task.
+private final class StartedFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }

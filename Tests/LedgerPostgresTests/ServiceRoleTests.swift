@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import LedgerCore
 import LedgerPostgres
@@ -100,14 +101,21 @@ struct ServiceRoleTests {
         try await TestDatabase.withClient { owner in
             let password = "it's\"; DROP TABLE events; --"
             try await ServiceRole.allowLogin(password: password, client: owner, logger: .init(label: "test"))
+            var roles: [(canLogin: Bool, secret: String?)] = []
             let rows = try await owner.query(
-                "SELECT rolcanlogin, rolpassword IS NOT NULL FROM pg_authid WHERE rolname = \(ServiceRole.name)")
-            for try await (canLogin, hasPassword) in rows.decode((Bool, Bool).self) {
-                #expect(canLogin && hasPassword)
-            }
-            #expect(try await EventStore(client: owner).count("events") == 0)
+                "SELECT rolcanlogin, rolpassword FROM pg_authid WHERE rolname = \(ServiceRole.name)")
+            for try await role in rows.decode((Bool, String?).self) { roles.append(role) }
             // Back to how the test cluster runs (the socket trusts local users; the password is not used there).
             try await owner.query("ALTER ROLE ledger_service PASSWORD NULL")
+
+            #expect(roles.count == 1, "one ledger_service role")
+            let role = try #require(roles.first)
+            #expect(role.canLogin)
+            // The stored secret is PostgreSQL's verifier of exactly the given text: not of a re-quoted or cut copy.
+            let verifier = try #require(role.secret.flatMap(StoredPassword.init), "stored: \(role.secret ?? "nothing")")
+            #expect(verifier.admits(password), "stored: \(role.secret ?? "")")
+            #expect(!verifier.admits("it''s\"; DROP TABLE events; --"), "the check tells one text from another")
+            #expect(try await EventStore(client: owner).count("events") == 0)
         }
     }
 
@@ -118,5 +126,51 @@ struct ServiceRoleTests {
             counts.append(try await store.count(table))
         }
         return counts
+    }
+}
+
+/// A role's stored password secret (`pg_authid.rolpassword`), checked the way PostgreSQL checks a login: a SCRAM-SHA-256
+/// verifier (`SCRAM-SHA-256$iterations:salt$StoredKey:ServerKey`, RFC 5802/7677), or an MD5 one (`md5` + hex of
+/// md5(password ‖ role name)). An ASCII password needs no SASLprep.
+private struct StoredPassword {
+    let secret: String
+
+    init?(_ secret: String) {
+        guard secret.hasPrefix("SCRAM-SHA-256$") || secret.hasPrefix("md5") else { return nil }
+        self.secret = secret
+    }
+
+    func admits(_ password: String) -> Bool {
+        if secret.hasPrefix("md5") {
+            return secret == "md5" + Insecure.MD5.hash(data: Array((password + ServiceRole.name).utf8)).map {
+                String(format: "%02x", $0)
+            }.joined()
+        }
+        let parts = secret.dropFirst("SCRAM-SHA-256$".count).split(separator: "$")
+        guard parts.count == 2 else { return false }
+        let salting = parts[0].split(separator: ":"), keys = parts[1].split(separator: ":")
+        guard salting.count == 2, keys.count == 2, let iterations = Int(salting[0]), iterations > 0,
+              let salt = Data(base64Encoded: String(salting[1])), let storedKey = Data(base64Encoded: String(keys[0])),
+              let serverKey = Data(base64Encoded: String(keys[1]))
+        else { return false }
+        let salted = Self.pbkdf2(password: Array(password.utf8), salt: Array(salt), iterations: iterations)
+        let clientKey = Self.hmac(key: salted, Array("Client Key".utf8))
+        return Array(SHA256.hash(data: clientKey)) == Array(storedKey)
+            && Self.hmac(key: salted, Array("Server Key".utf8)) == Array(serverKey)
+    }
+
+    private static func hmac(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+    }
+
+    /// PBKDF2-HMAC-SHA-256 (RFC 8018), one 32-byte block: what SCRAM's `Hi()` is.
+    private static func pbkdf2(password: [UInt8], salt: [UInt8], iterations: Int) -> [UInt8] {
+        var block = hmac(key: password, salt + [0, 0, 0, 1])
+        var result = block
+        for _ in 1..<iterations {
+            block = hmac(key: password, block)
+            for index in result.indices { result[index] ^= block[index] }
+        }
+        return result
     }
 }
