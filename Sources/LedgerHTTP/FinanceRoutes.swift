@@ -11,8 +11,8 @@ struct FinanceRoutes {
     typealias Context = LedgerRequestContext
     let client: PostgresClient
 
-    /// A provider file posted over HTTP is held in memory as its result; larger files go through
-    /// `ledger reconcile`, which streams with flat memory.
+    /// A provider file posted over HTTP is held in memory (the answer is bounded, see `ReconciliationAnswer`); larger
+    /// files go through `ledger reconcile`, which streams with flat memory.
     static let maximumFileSize = 32 * 1024 * 1024
 
     func register(finance: RouterGroup<Context>) {
@@ -36,6 +36,8 @@ struct FinanceRoutes {
         ]))
     }
 
+    /// JSON: the summary and at most `ReconciliationAnswer.maximumRows` rows that are not matched; `Accept: text/csv`:
+    /// every row, streamed. A file that cannot be read or a bad period is a 400 before anything is answered.
     @Sendable func reconcile(_ request: Request, context: Context) async throws -> Response {
         let query = QueryParameters(request)
         try query.onlyAllowing(["provider", "from", "to"])
@@ -43,20 +45,32 @@ struct FinanceRoutes {
         guard let provider = Provider(rawValue: providerName) else {
             throw APIError.invalidRequest(field: "provider", "provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        let (from, to) = (try query.date("from", required: true)!, try query.date("to", required: true)!)
+        guard let from = try query.date("from", required: true) else { throw APIError.invalidRequest(field: "from", "from is required") }
+        guard let to = try query.date("to", required: true) else { throw APIError.invalidRequest(field: "to", "to is required") }
         let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard contentType == "text/csv" else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be text/csv", details: ["field": "Content-Type"])
         }
         var request = request
         let file = try await request.collectBody(upTo: Self.maximumFileSize)
-        let collected = RowCollector()
-        let summary = try await financeCall(field: "body") {
-            try await Reconciliation(client: client).run(
-                provider: provider, from: from, to: to, chunks: OneChunk(bytes: Array(file.readableBytesView))
-            ) { row in collected.add(row.json) }
+        let bytes = Array(file.readableBytesView)
+        let reconciliation = Reconciliation(client: client)
+        if ReconciliationAnswer.wantsCSV(request.headers[.accept]) {
+            try await financeCall(field: "body") {
+                try Reconciliation.checkPeriod(from: from, to: to)
+                try ProviderFileReader.check(bytes)
+            }
+            return ReconciliationAnswer.csv { emit in
+                _ = try await reconciliation.run(provider: provider, from: from, to: to, chunks: ByteChunks(bytes: bytes), emit: emit)
+            }
         }
-        return JSONResponse.make(status: .ok, body: .object(["summary": summary.json, "rows": .array(collected.rows)]))
+        var listing = ReconciliationListing()
+        let summary = try await financeCall(field: "body") {
+            try await reconciliation.run(provider: provider, from: from, to: to, chunks: ByteChunks(bytes: bytes)) { row in
+                listing.add(row)
+            }
+        }
+        return JSONResponse.make(status: .ok, body: listing.json(summary: summary))
     }
 
     @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
@@ -95,21 +109,4 @@ struct FinanceRoutes {
             throw APIError.invalidRequest(field: "body", error.description)
         }
     }
-}
-
-/// A whole body as a one-chunk sequence, for `Reconciliation.run`.
-struct OneChunk: AsyncSequence, Sendable {
-    let bytes: [UInt8]
-    struct AsyncIterator: AsyncIteratorProtocol {
-        var bytes: [UInt8]?
-        mutating func next() async -> [UInt8]? { defer { bytes = nil }; return bytes }
-    }
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(bytes: bytes) }
-}
-
-/// Rows gathered from the reconciliation's callback.
-final class RowCollector: Sendable {
-    private let storage = Mutex<[JSONValue]>([])
-    func add(_ row: JSONValue) { storage.withLock { $0.append(row) } }
-    var rows: [JSONValue] { storage.withLock { $0 } }
 }

@@ -3,6 +3,7 @@ import Foundation
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import Synchronization
 
 /// How finance commands print: an aligned table by default, or CSV, or the API's JSON.
 struct FinanceOutput: ParsableArguments {
@@ -13,7 +14,7 @@ struct FinanceOutput: ParsableArguments {
         if json {
             Swift.print(value().canonicalJSON)
         } else if csv {
-            Swift.print(([header] + rows).map { $0.map(csvField).joined(separator: ",") }.joined(separator: "\n"))
+            Swift.print(([header] + rows).map(CSVWriter.record).joined(separator: "\n"))
         } else {
             Swift.print(Table(header, rows).rendered)
         }
@@ -27,12 +28,6 @@ func names<Value: RawRepresentable<String> & CaseIterable>(_ text: String, _ typ
     } catch {
         throw ValidationError("\(option): \(error)")
     }
-}
-
-/// A CSV field, quoted when it must be.
-func csvField(_ text: String) -> String {
-    guard text.contains(where: { ",\"\n\r".contains($0) }) else { return text }
-    return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
 
 /// `ledger report revenue`: granted, refunded and net per group, from the projections.
@@ -72,7 +67,8 @@ struct RevenueCommand: AsyncParsableCommand {
 }
 
 /// `ledger reconcile FILE.csv`: compares a provider's transaction list with the ledger, streaming the file.
-/// Exits 1 when any row is not `matched`, so it can run from cron.
+/// Exits 1 when any row is not `matched`, so it can run from cron; 2 when the file cannot be read (no header, a
+/// record over 64 KiB, a quote never closed), naming the line.
 struct ReconcileCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reconcile", abstract: "Reconcile a provider transaction list (CSV) against the ledger.")
@@ -93,32 +89,60 @@ struct ReconcileCommand: AsyncParsableCommand {
         guard let handle = FileHandle(forReadingAtPath: file) else { throw CommandFailure("cannot read \(file)") }
         let (from, to, output, all) = (from, to, output, all)
         let printer = RowPrinter(output: output, all: all)
-        let summary = try await database.withMigratedClient { client in
-            try await Reconciliation(client: client).run(
-                provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.print)
+        let summary: ReconciliationSummary
+        do {
+            summary = try await database.withMigratedClient { client in
+                try await Reconciliation(client: client).run(
+                    provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.print)
+            }
+        } catch let error as ProviderFileError {
+            // Nothing was printed yet (the whole file is read before the first row). Exit 2, not 1: a cron job can
+            // tell "the file is unreadable" from "the ledger and the provider differ".
+            FileHandle.standardError.write(Data("Error: \(file): \(error)\n".utf8))
+            throw ExitCode(2)
         }
         printer.finish(summary)
         if !summary.allMatched { throw ExitCode(1) }
     }
 }
 
-/// Prints reconciliation rows as they stream (only non-matched ones unless `all`), then the summary.
-struct RowPrinter: Sendable {
+/// Prints reconciliation rows as they stream (only non-matched ones unless `all`), then the summary. `--csv` is
+/// the same file as the API's `text/csv` answer: a header record, then one record per row.
+final class RowPrinter: Sendable {
     let output: FinanceOutput
     let all: Bool
-    static let header = ["LINE", "RESULT", "TRANSACTION", "ORDER", "LEDGER", "PROVIDER", "PROBLEM"]
+    private let headerPrinted = Mutex(false)
 
-    @Sendable func print(_ row: ReconciliationRow) async throws {
+    init(output: FinanceOutput, all: Bool) {
+        self.output = output
+        self.all = all
+    }
+
+    func print(_ row: ReconciliationRow) async throws {
         guard all || row.result != .matched else { return }
         if output.json {
             Swift.print(row.json.canonicalJSON)
+            return
+        }
+        if output.csv {
+            printHeaderOnce()
+            Swift.print(CSVWriter.record(row.csvFields))
             return
         }
         let ledger = row.ledger.map { "\($0.state.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
         let provider = row.provider.map { "\($0.status.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
         let cells = [row.line.map(String.init) ?? "", row.result.rawValue, row.transactionId ?? "", row.ledger?.orderId ?? "",
                      ledger, provider, row.problem ?? ""]
-        Swift.print(output.csv ? cells.map(csvField).joined(separator: ",") : cells.joined(separator: "\t"))
+        Swift.print(cells.joined(separator: "\t"))
+    }
+
+    /// The CSV header, before the first row or, when no row is printed, at the end: the file is never headerless.
+    private func printHeaderOnce() {
+        guard output.csv, headerPrinted.withLock({ printed in
+            defer { printed = true }
+            return !printed
+        }) else { return }
+        Swift.print(CSVWriter.record(ReconciliationRow.csvHeader))
     }
 
     func finish(_ summary: ReconciliationSummary) {

@@ -30,7 +30,7 @@ struct FinanceCommandTests {
                 ["reconcile", file.path, "--provider", "app_store", "--from", today, "--to", today, "--csv"], databaseURL: url)
             #expect(outcome.status == 1, "lost orders make the cron job fail: \(outcome.stderr.suffix(500))")
             let lines = outcome.stdout.split(separator: "\n")
-            #expect(lines.count == 1_000_001, "1,000,000 missing_in_ledger and one missing_at_provider")
+            #expect(lines.count == 1 + 1_000_001, "a header, 1,000,000 missing_in_ledger and one missing_at_provider")
             #expect(lines.last?.contains("missing_at_provider") == true)
             #expect(outcome.stderr.contains("missing_in_ledger") && outcome.stderr.contains("499000000 USD"))
 

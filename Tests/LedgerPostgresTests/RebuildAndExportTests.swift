@@ -57,7 +57,7 @@ struct RebuildAndExportTests {
             #expect(count == 24)
             let records = format == .jsonl
                 ? try lines.map { try ExportRecord(jsonl: $0) }
-                : try lines.dropFirst().map { try ExportRecord(csv: $0) }
+                : try CSVReader.records(in: Array(lines.map { $0 + "\n" }.joined().utf8)).dropFirst().map { try ExportRecord(csv: $0.fields) }
             #expect(records.count == 24)
             #expect(Set(records.map(\.position)).count == 24, "every event once")
             // The feed may lag behind other tests' open transactions; what it serves is a prefix of the export.
@@ -104,9 +104,9 @@ struct ExportRecord {
         self.init(position: position, orderId: orderId, previousHash: previous, hash: hash, canonical: canonical)
     }
 
-    init(csv line: String) throws {
-        let fields = CSVFields.split(line)
-        guard fields.count == 13, let position = Int64(fields[0]) else { throw ExportLineError(line: line) }
+    /// One CSV record of the export, as the project's CSV reader reads it.
+    init(csv fields: [String]) throws {
+        guard fields.count == 13, let position = Int64(fields[0]) else { throw ExportLineError(line: fields.joined(separator: ",")) }
         self.init(
             position: position, orderId: fields[1], previousHash: fields[10].isEmpty ? nil : fields[10], hash: fields[11],
             canonical: fields[12])
@@ -123,27 +123,4 @@ struct ExportRecord {
 
 struct ExportLineError: Error {
     let line: String
-}
-
-/// Splits one RFC 4180 line (quoted fields, doubled quotes).
-enum CSVFields {
-    static func split(_ line: String) -> [String] {
-        var fields: [String] = []
-        var field = ""
-        var quoted = false
-        var iterator = Array(line).makeIterator()
-        while let char = iterator.next() {
-            if quoted {
-                if char == "\"" {
-                    if let next = iterator.next() {
-                        if next == "\"" { field.append("\"") } else { quoted = false; if next == "," { fields.append(field); field = "" } else { field.append(next) } }
-                    } else { quoted = false }
-                } else { field.append(char) }
-            } else if char == "\"" { quoted = true
-            } else if char == "," { fields.append(field); field = ""
-            } else { field.append(char) }
-        }
-        fields.append(field)
-        return fields
-    }
 }

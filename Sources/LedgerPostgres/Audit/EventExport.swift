@@ -52,7 +52,8 @@ public struct EventExport: Sendable {
         self.orderId = orderId
     }
 
-    /// Writes the header (CSV) and every selected event through `write`, one line per call; returns the count.
+    /// Writes the header (CSV) and every selected event through `write`, one record per call (without its line
+    /// break; a CSV field may hold line breaks of its own, quoted); returns the count.
     @discardableResult
     public func run(_ log: AuditLog, write: (String) throws -> Void) async throws -> Int {
         if format == .csv { try write(Self.csvHeader) }
@@ -72,8 +73,10 @@ public struct EventExport: Sendable {
         return count
     }
 
-    static let csvHeader =
-        "position,order_id,version,event_id,type,occurred_at,recorded_at,actor,data,metadata,previous_hash,hash,canonical"
+    static let csvHeader = CSVWriter.record([
+        "position", "order_id", "version", "event_id", "type", "occurred_at", "recorded_at", "actor", "data", "metadata",
+        "previous_hash", "hash", "canonical",
+    ])
 
     func line(_ audited: AuditedEvent) -> String {
         let event = audited.event
@@ -91,18 +94,12 @@ public struct EventExport: Sendable {
             ]).canonicalJSON
         case .csv:
             let actor = if case .string(let actor)? = event.metadata["actor"] { actor } else { "" }
-            return [
+            return CSVWriter.record([
                 String(event.position), event.orderId, String(event.version), event.eventId.uuidString.lowercased(),
                 event.type, event.occurredAt.map(RFC3339.format) ?? "", RFC3339.format(event.recordedAt), actor,
                 event.data.canonicalJSON, event.metadata.canonicalJSON, audited.previousHash?.hex ?? "",
                 audited.hash?.hex ?? "", canonical ?? "",
-            ].map(Self.csvField).joined(separator: ",")
+            ])
         }
-    }
-
-    /// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
-    static func csvField(_ text: String) -> String {
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

@@ -6,7 +6,8 @@ import PostgresNIO
 /// One row of a reconciliation: a transaction of the file, a grant of the ledger absent from it, or a bad line.
 public struct ReconciliationRow: Sendable, Hashable {
     public var result: ReconciliationResult
-    /// The file's line number (1 is the header); nil for a ledger grant absent from the file.
+    /// The line of the file where the row's record starts (1 is the header; a quoted line break makes a record span
+    /// lines); nil for a ledger grant absent from the file.
     public var line: Int?
     public var transactionId: String?
     public var ledger: ReconciliationResult.LedgerSide?
@@ -44,13 +45,20 @@ public struct Reconciliation: Sendable {
         self.logger = logger
     }
 
-    /// Reads `chunks` (the CSV's bytes), compares, and calls `emit` for every row in file order, then the ledger's
-    /// grants in the period (`from`…`to`, days in UTC, both included) of `provider` that the file lacks.
+    /// The period's own rule, for callers that must refuse a bad period before they start answering.
+    public static func checkPeriod(from: String, to: String) throws(FinanceError) {
+        guard from <= to else { throw .emptyPeriod }
+    }
+
+    /// Reads `chunks` (the CSV's bytes, see `ProviderFileReader`), compares, and calls `emit` for every row in file
+    /// order, then the ledger's grants in the period (`from`…`to`, days in UTC, both included) of `provider` that the
+    /// file lacks. A file that cannot be read (no header, an over-long record, an unclosed quote) throws
+    /// `ProviderFileError` before the first row is emitted: the whole file is loaded before the comparison starts.
     public func run<Chunks: AsyncSequence & Sendable>(
         provider: Provider, from: String, to: String, chunks: Chunks,
-        emit: @escaping @Sendable (ReconciliationRow) async throws -> Void
+        emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {
-        guard from <= to else { throw FinanceError.emptyPeriod }
+        try Self.checkPeriod(from: from, to: to)
         return try await client.withConnection { connection in
             try await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
             try await connection.query(
@@ -72,40 +80,28 @@ public struct Reconciliation: Sendable {
 
     private func load<Chunks: AsyncSequence>(_ chunks: Chunks, on connection: PostgresConnection) async throws
     where Chunks.Element == [UInt8] {
-        var splitter = LineSplitter()
-        var file: ProviderFile?
-        var number = 0
-        var batch: [(Int, Result<ProviderTransaction, ProviderFileError>)] = []
-        func take(_ line: String) async throws {
-            number += 1
-            guard let reader = file else {
-                file = try ProviderFile(header: line)
-                return
-            }
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { return }
-            batch.append((number, reader.parse(line)))
+        var reader = ProviderFileReader()
+        var batch: [ProviderLine] = []
+        for try await chunk in chunks {
+            batch += try reader.feed(chunk)
             if batch.count >= Self.batchSize {
                 try await insert(batch, on: connection)
                 batch.removeAll(keepingCapacity: true)
             }
         }
-        for try await chunk in chunks {
-            for line in splitter.feed(chunk) { try await take(line) }
-        }
-        if let last = splitter.finish() { try await take(last) }
-        guard file != nil else { throw ProviderFileError.missingColumns(ProviderFile.columns) }
+        batch += try reader.finish()
         try await insert(batch, on: connection)
         try await connection.query("CREATE INDEX ON provider_lines (transaction_id)", logger: logger)
         try await connection.query("ANALYZE provider_lines", logger: logger)
     }
 
-    private func insert(_ batch: [(Int, Result<ProviderTransaction, ProviderFileError>)], on connection: PostgresConnection) async throws {
+    private func insert(_ batch: [ProviderLine], on connection: PostgresConnection) async throws {
         guard !batch.isEmpty else { return }
-        let good = batch.map { line, result in (try? result.get()).map { (line, $0) } }
-        let lines = batch.map(\.0)
+        let good = batch.map { read in (try? read.transaction.get()).map { (read.line, $0) } }
+        let lines = batch.map(\.line)
         let text = { (value: (ProviderTransaction) -> String) in good.map { $0.map { value($0.1) } ?? "" } }
-        let problems = batch.map { _, result in
-            if case .failure(let error) = result { error.description } else { "" }
+        let problems = batch.map { read in
+            if case .failure(let error) = read.transaction { error.description } else { "" }
         }
         try await connection.query(
             """
@@ -119,7 +115,9 @@ public struct Reconciliation: Sendable {
             """, logger: logger)
     }
 
-    private func compare(
+    /// Runs on the caller's executor (nonsending), so `emit` — which may hold the caller's state, such as an HTTP
+    /// body writer — never crosses to another one.
+    nonisolated(nonsending) private func compare(
         provider: Provider, from: String, to: String, on connection: PostgresConnection,
         emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary {
