@@ -146,6 +146,7 @@ final class RowPrinter: Sendable {
     }
 
     func finish(_ summary: ReconciliationSummary) {
+        printHeaderOnce()
         if output.json {
             Swift.print(JSONValue.object(["summary": summary.json]).canonicalJSON)
             return
