@@ -74,8 +74,14 @@ struct FinanceRoutes {
     }
 
     @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
+    /// An anomalies page holds at most this many (`limit`), 100 unless asked: the list is never built whole.
+    static let maximumAnomalyPage = 1000
+    static let defaultAnomalyPage = 100
+
+    /// One page of anomalies, kind by kind, each kind by age: `nextCursor` is the `cursor` of the next page (null
+    /// on the last). A cursor is only good with the `kind` list it was given with.
         let query = QueryParameters(request)
-        try query.onlyAllowing(["kind", "olderThan"])
+        try query.onlyAllowing(["kind", "olderThan", "limit", "cursor"])
         let kinds = try names(query.string("kind") ?? "", AnomalyKind.self, field: "kind")
         let olderThan = try query.string("olderThan").map { text in
             guard let duration = ThresholdText.parse(text) else {
@@ -83,9 +89,19 @@ struct FinanceRoutes {
             }
             return duration
         }
-        let found = try await AnomalyFinder(client: client).find(kinds: kinds, olderThan: olderThan)
+        let limit = try query.integer("limit", in: 1...Int64(Self.maximumAnomalyPage)) ?? Int64(Self.defaultAnomalyPage)
+        let cursor = try query.string("cursor").map { text in
+            guard let cursor = AnomalyCursor(text), kinds.isEmpty || kinds.contains(cursor.kind) else {
+                throw APIError.invalidRequest(field: "cursor", "cursor must be the nextCursor of a page of this listing, with the same kind")
+            }
+            return cursor
+        }
+        let page = try await AnomalyFinder(client: client).page(kinds: kinds, olderThan: olderThan, limit: Int(limit), after: cursor)
         let now = Date()
-        return JSONResponse.make(status: .ok, body: .object(["anomalies": .array(found.map { $0.json(now: now) })]))
+        return JSONResponse.make(status: .ok, body: .object([
+            "anomalies": .array(page.anomalies.map { $0.json(now: now) }),
+            "nextCursor": page.nextCursor.map { .string($0.description) } ?? .null,
+        ]))
     }
 
     /// A comma-separated parameter of known names; an unknown one is a 400 naming `field`.

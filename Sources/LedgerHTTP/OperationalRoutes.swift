@@ -10,7 +10,7 @@ struct OperationalRoutes {
     let client: PostgresClient
     let metrics: LedgerMetrics
 
-    /// How long readiness waits for the database before saying it is not ready.
+    /// How long readiness waits for the database before saying it is not ready (at most the request deadline).
     static let readinessTimeout = Duration.seconds(2)
 
     func register(on router: Router<Context>) {
@@ -26,17 +26,21 @@ struct OperationalRoutes {
         }
     }
 
+    /// Ready when the database answers `SELECT 1` within the readiness timeout (or the request deadline, when that
+    /// is shorter). The query runs under `withConnection(within:)`, like every request's database work: the answer
+    /// comes at the limit even when the query never returns (PostgresNIO's queries ignore cancellation, so waiting for
+    /// a cancelled query, as a task group does for its children, could wait forever).
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
-        let client = self.client
-        let reachable = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { (try? await client.query("SELECT 1")) != nil }
-            group.addTask {
-                try? await Task.sleep(for: Self.readinessTimeout)
-                return false
+        let limit = Deadline.request.map { min($0, Self.readinessTimeout) } ?? Self.readinessTimeout
+        let logger = context.logger
+        let reachable: Bool
+        do {
+            try await client.withConnection(within: limit) { connection in
+                for try await _ in try await connection.query("SELECT 1", logger: logger) {}
             }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            reachable = true
+        } catch {
+            reachable = false
         }
         guard reachable else {
             throw APIError(.serviceUnavailable, "unavailable", "the database cannot be reached", headers: [.retryAfter: "1"])

@@ -43,14 +43,24 @@ struct OrderRoutes {
         return JSONResponse.make(status: .ok, body: order.json)
     }
 
+    /// A history page holds at most this many events (`limit`), 100 unless asked: a long history is read page by
+    /// page, never built whole in memory.
+    static let maximumHistoryPage = 1000
+    static let defaultHistoryPage = 100
+
+    /// One page of the order's history: events after version `after` (0: from the first), `next` the `after` of
+    /// the following page (null on the last). `asOf` applies to every page alike.
     @Sendable func history(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.parameters.require("orderId")
         let query = QueryParameters(request)
-        try query.onlyAllowing(["asOf"])
-        guard let history = try await ledger.history(orderId, asOf: try query.time("asOf")) else {
+        try query.onlyAllowing(["asOf", "limit", "after"])
+        let asOf = try query.time("asOf")
+        let limit = try query.integer("limit", in: 1...Int64(Self.maximumHistoryPage)) ?? Int64(Self.defaultHistoryPage)
+        let after = try query.integer("after", in: 0...Int64(Int32.max)) ?? 0
+        guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
             throw APIError.notFound("order \(orderId) is not in the ledger")
         }
-        return JSONResponse.make(status: .ok, body: history.json)
+        return JSONResponse.make(status: .ok, body: page.json)
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {

@@ -60,26 +60,45 @@ extension StoredEvent {
     var actor: JSONValue { metadata["actor"] ?? .null }
 }
 
+extension HistoryEntry {
+    /// One event of an order's history and the state it left the order in.
+    public var json: JSONValue {
+        .object([
+            "position": .int(event.position),
+            "version": .int(Int64(event.version)),
+            "eventId": .string(event.eventId.uuidString.lowercased()),
+            "type": .string(event.type),
+            "occurredAt": .time(event.occurredAt),
+            "recordedAt": .time(event.recordedAt),
+            "actor": event.actor,
+            "requestId": event.metadata["requestId"] ?? .null,
+            "data": event.data,
+            "stateAfter": .text(stateAfter?.rawValue),
+        ])
+    }
+}
+
 extension OrderHistory {
+    /// The whole story at once: what `ledger history --json` prints (walking the pages).
     public var json: JSONValue {
         .object([
             "orderId": .string(orderId),
             "asOf": .time(asOf),
-            "events": .array(entries.map { entry in
-                .object([
-                    "position": .int(entry.event.position),
-                    "version": .int(Int64(entry.event.version)),
-                    "eventId": .string(entry.event.eventId.uuidString.lowercased()),
-                    "type": .string(entry.event.type),
-                    "occurredAt": .time(entry.event.occurredAt),
-                    "recordedAt": .time(entry.event.recordedAt),
-                    "actor": entry.event.actor,
-                    "requestId": entry.event.metadata["requestId"] ?? .null,
-                    "data": entry.event.data,
-                    "stateAfter": .text(entry.stateAfter?.rawValue),
-                ])
-            }),
+            "events": .array(entries.map(\.json)),
             "order": order?.json ?? .null,
+        ])
+    }
+}
+
+extension HistoryPage {
+    /// A page of `GET /v1/orders/{orderId}/history`: `next` is the `after` of the following page, null on the last.
+    public var json: JSONValue {
+        .object([
+            "orderId": .string(orderId),
+            "asOf": .time(asOf),
+            "events": .array(entries.map(\.json)),
+            "order": order?.json ?? .null,
+            "next": next.map { .int(Int64($0)) } ?? .null,
         ])
     }
 }

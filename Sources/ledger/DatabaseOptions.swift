@@ -22,3 +22,30 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 }
+
+/// PostgreSQL's own limits on `serve`'s sessions (see `ServerLimits` for why, and why the defaults stay above
+/// `--database-deadline`). Only `serve` takes these: the operator's commands run without limits.
+struct ServerLimitOptions: ParsableArguments {
+    @Option(name: .customLong("statement-timeout"), help: "Seconds PostgreSQL lets one of the service's statements run (0: no limit).")
+    var statementTimeout = Int(ServerLimits.service.statement.components.seconds)
+    @Option(name: .customLong("lock-timeout"), help: "Seconds one of the service's statements may wait for a lock (0: no limit).")
+    var lockTimeout = Int(ServerLimits.service.lock.components.seconds)
+    @Option(name: .customLong("idle-in-transaction-timeout"), help: "Seconds a service session may sit idle inside a transaction before PostgreSQL ends it (0: no limit).")
+    var idleInTransactionTimeout = Int(ServerLimits.service.idleInTransaction.components.seconds)
+
+    /// PostgreSQL takes at most 2^31 − 1 ms for each; a day is far beyond any sensible limit and well within that.
+    static let maximumSeconds = 86_400
+
+    func validate() throws {
+        for (option, value) in [("--statement-timeout", statementTimeout), ("--lock-timeout", lockTimeout),
+                                ("--idle-in-transaction-timeout", idleInTransactionTimeout)]
+        where !(0...Self.maximumSeconds).contains(value) {
+            throw ValidationError("\(option) must be from 0 (no limit) to \(Self.maximumSeconds) seconds")
+        }
+    }
+
+    var limits: ServerLimits {
+        ServerLimits(statement: .seconds(statementTimeout), lock: .seconds(lockTimeout),
+                     idleInTransaction: .seconds(idleInTransactionTimeout))
+    }
+}

@@ -180,6 +180,8 @@ struct AnomaliesCommand: AsyncParsableCommand {
     @Option(help: "Only these kinds (comma-separated): \(AnomalyKind.allCases.map(\.rawValue).joined(separator: ", ")).") var kind: String?
     @Option(name: .customLong("older-than"), help: "Override every kind's threshold, e.g. 90s, 10m, 24h.") var olderThan: String?
     @OptionGroup var output: FinanceOutput
+    @Option(name: .customLong("page-size"), help: ArgumentHelp("Anomalies read per query.", visibility: .hidden))
+    var pageSize = 1000
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
@@ -188,14 +190,25 @@ struct AnomaliesCommand: AsyncParsableCommand {
             guard let duration = ThresholdText.parse(text) else { throw ValidationError("--older-than must look like 90s, 10m, 24h") }
             return duration
         }
-        let found = try await database.withMigratedClient { client in
-            try await AnomalyFinder(client: client).find(kinds: kinds, olderThan: threshold)
+        guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be from 1 to 100000") }
+        // Page by page, printed as they come: the memory of a page, however many there are.
+        let (output, pageSize) = (output, pageSize)
+        try await database.withMigratedClient { client in
+            let finder = AnomalyFinder(client: client)
+            let now = Date()
+            let listing = PagedListing(
+                header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE", "DETAIL"],
+                format: output.json ? .json : output.csv ? .csv : .table, jsonPrefix: "{\"anomalies\":[")
+            var cursor: AnomalyCursor?
+            repeat {
+                let page = try await finder.page(kinds: kinds, olderThan: threshold, limit: pageSize, after: cursor)
+                listing.add(
+                    rows: page.anomalies.map { [$0.kind.rawValue, $0.orderId, $0.accountId, $0.state, RFC3339.format($0.since),
+                                                "\(Int(now.timeIntervalSince($0.since)))s", $0.detail] },
+                    json: page.anomalies.map { $0.json(now: now) })
+                cursor = page.nextCursor
+            } while cursor != nil
+            listing.finish(jsonSuffix: "]}")
         }
-        let now = Date()
-        output.print(
-            header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE", "DETAIL"],
-            rows: found.map { [$0.kind.rawValue, $0.orderId, $0.accountId, $0.state, RFC3339.format($0.since),
-                               "\(Int(now.timeIntervalSince($0.since)))s", $0.detail] },
-            json: .object(["anomalies": .array(found.map { $0.json(now: now) })]))
     }
 }

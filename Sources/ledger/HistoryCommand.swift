@@ -4,15 +4,22 @@ import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 
-/// `ledger history ORDER_ID`: what happened to one order, event by event, as of now or a past moment.
+/// `ledger history ORDER_ID`: what happened to one order, event by event, as of now or a past moment. The history
+/// is read page by page (as the API serves it) and printed as it comes, so a long one needs the memory of a page.
 struct HistoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history", abstract: "Print the timeline of one order and the order it folds to.")
 
     @Argument(help: "The order id.") var orderId: String
     @Option(name: .customLong("as-of"), help: "Only what had been recorded by this RFC 3339 time.") var asOf: String?
-    @Flag(help: "Print the same JSON as GET /v1/orders/{orderId}/history.") var json = false
+    @Flag(help: "Print the whole history as JSON: the API's pages joined (GET /v1/orders/{orderId}/history).") var json = false
+    @Option(name: .customLong("page-size"), help: ArgumentHelp("Events read per query.", visibility: .hidden))
+    var pageSize = 1000
     @OptionGroup var database: DatabaseOptions
+
+    func validate() throws {
+        guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be from 1 to 100000") }
+    }
 
     func run() async throws {
         let asOf = try self.asOf.map { text in
@@ -21,44 +28,94 @@ struct HistoryCommand: AsyncParsableCommand {
             }
             return date
         }
-        let orderId = orderId
-        let history = try await database.withMigratedClient { client in
-            try await Ledger(client: client).history(orderId, asOf: asOf)
+        let (orderId, json, pageSize) = (orderId, json, pageSize)
+        try await database.withMigratedClient { client in
+            let ledger = Ledger(client: client)
+            guard var page = try await ledger.history(orderId, asOf: asOf, after: 0, limit: pageSize) else {
+                throw CommandFailure("the ledger has never seen order \(orderId)")
+            }
+            let printer = HistoryPrinter(orderId: orderId, asOf: asOf, json: json)
+            guard printer.begin(page) else { return }
+            while true {
+                printer.add(page)
+                guard let next = page.next,
+                      let following = try await ledger.history(orderId, asOf: asOf, after: next, limit: pageSize)
+                else { break }
+                page = following
+            }
+            printer.finish(order: page.order)
         }
-        guard let history else { throw CommandFailure("the ledger has never seen order \(orderId)") }
-        print(json ? history.json.canonicalJSON : HistoryTable.render(history))
     }
 }
 
-/// The human form of an order's history: one line per event, then the resulting order.
-enum HistoryTable {
-    static func render(_ history: OrderHistory) -> String {
-        let events = Table(
-            ["POSITION", "RECORDED AT", "VERSION", "TYPE", "ACTOR", "STATE AFTER", "DATA"],
-            history.entries.map { entry in
-                [
-                    String(entry.event.position), RFC3339.format(entry.event.recordedAt), String(entry.event.version),
-                    entry.event.type, entry.event.metadata["actor"]?.text ?? "-", entry.stateAfter?.rawValue ?? "-",
-                    summary(entry.event.data),
-                ]
-            })
-        let asOf = history.asOf.map { " as of \(RFC3339.format($0))" } ?? ""
-        guard let order = history.order else {
-            return "order \(history.orderId)\(asOf): no events yet\n"
+/// The human form of an order's history (one line per event, then the resulting order), or the whole history's
+/// JSON, printed page by page.
+final class HistoryPrinter {
+    let orderId: String
+    let asOf: Date?
+    let listing: PagedListing
+
+    init(orderId: String, asOf: Date?, json: Bool) {
+        self.orderId = orderId
+        self.asOf = asOf
+        let asOfJSON = asOf.map { JSONValue.string(RFC3339.format($0)) } ?? .null
+        let prefix = "{\"asOf\":\(asOfJSON.canonicalJSON),\"events\":["
+        listing = PagedListing(header: HistoryTable.header, format: json ? .json : .table, jsonPrefix: prefix)
+    }
+
+    /// The heading; false when the order had no events yet (as of then), which is all there is to print.
+    func begin(_ first: HistoryPage) -> Bool {
+        guard listing.format == .table else { return true }
+        let asOf = self.asOf.map { " as of \(RFC3339.format($0))" } ?? ""
+        guard first.order != nil else {
+            print("order \(orderId)\(asOf): no events yet\n")
+            return false
         }
+        print("order \(orderId)\(asOf)\n")
+        return true
+    }
+
+    func add(_ page: HistoryPage) {
+        listing.add(rows: page.entries.map(HistoryTable.row), json: page.entries.map(\.json))
+    }
+
+    func finish(order: Order?) {
+        guard listing.format == .table else {
+            let orderJSON = (order?.json ?? .null).canonicalJSON
+            listing.finish(jsonSuffix: "],\"order\":\(orderJSON),\"orderId\":\(JSONValue.string(orderId).canonicalJSON)}")
+            return
+        }
+        listing.finish()
+        guard let order else { return }
+        print("\n" + HistoryTable.resulting(order).rendered + "\n")
+    }
+}
+
+/// The columns of `ledger history`.
+enum HistoryTable {
+    static let header = ["POSITION", "RECORDED AT", "VERSION", "TYPE", "ACTOR", "STATE AFTER", "DATA"]
+
+    static func row(_ entry: HistoryEntry) -> [String] {
+        [
+            String(entry.event.position), RFC3339.format(entry.event.recordedAt), String(entry.event.version),
+            entry.event.type, entry.event.metadata["actor"]?.text ?? "-", entry.stateAfter?.rawValue ?? "-",
+            summary(entry.event.data),
+        ]
+    }
+
+    static func resulting(_ order: Order) -> Table {
         let amount = "\(order.amount.value) \(order.amount.currency)"
-        let resulting = Table(["ORDER", "STATE", "VERSION", "ACCOUNT", "PRODUCT", "AMOUNT", "TRANSACTION", "FLAGS"], [[
+        return Table(["ORDER", "STATE", "VERSION", "ACCOUNT", "PRODUCT", "AMOUNT", "TRANSACTION", "FLAGS"], [[
             order.orderId, order.state.rawValue, String(order.version), order.accountId, order.productId, amount,
             order.transactionId ?? "-", order.flags.isEmpty ? "-" : order.flags.map(\.rawValue).joined(separator: ","),
         ]])
-        return "order \(history.orderId)\(asOf)\n\n\(events.rendered)\n\n\(resulting.rendered)\n"
     }
 
     /// The event's data on one line, `key=value` in key order; money as `499 USD`; nested objects as JSON.
     static func summary(_ data: JSONValue) -> String {
         guard case .object(let members) = data else { return data.canonicalJSON }
         return members.keys.sorted().map { key in
-            let value = members[key]!
+            let value = members[key] ?? .null
             if case .int(let amount)? = value["value"], case .string(let currency)? = value["currency"] {
                 return "\(key)=\(amount) \(currency)"
             }

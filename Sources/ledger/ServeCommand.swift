@@ -28,6 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
         CommandLogging.bootstrap(defaultLevel: .info)
         let logger = Logger(label: "ledger")
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
+    @OptionGroup var serverLimits: ServerLimitOptions
         let (resolved, startedEmbedded) = try Database.resolve(url: database.url, poolSize: poolSize)
         defer {
             if startedEmbedded {
@@ -36,8 +37,10 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         try await Self.prepare(resolved, logger: logger)
-        try await Self.warnIfOverPrivileged(resolved.serviceConfiguration, logger: logger)
-        let client = PostgresClient(configuration: resolved.serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
+        // The pool's sessions carry PostgreSQL's own limits; the owner's work above (migrations) has none.
+        let serviceConfiguration = resolved.serviceConfiguration(limits: serverLimits.limits)
+        try await Self.warnIfOverPrivileged(serviceConfiguration, logger: logger)
+        let client = PostgresClient(configuration: serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
         let ledger = Ledger(client: client, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in

@@ -22,6 +22,12 @@ public struct Database: Sendable {
         return configuration
     }
 
+    /// `serviceConfiguration` with PostgreSQL's own limits on every session (see `ServerLimits`): what `serve`'s
+    /// pool connects with. The operator's commands use `configuration`, which has none.
+    public func serviceConfiguration(limits: ServerLimits) -> PostgresClient.Configuration {
+        serviceConfiguration.limited(by: limits)
+    }
+
     /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
     /// started if it is not running.
     public static func resolve(

@@ -27,10 +27,12 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         }
     }
 
-    /// The query for this kind: order id, account, state, since, detail; `$1` is the threshold in seconds.
+    /// The query for this kind: order id, account, state, since, detail, and a key that with `since` orders the
+    /// kind's rows totally (the order id; a refusal's id, zero-padded so text order is number order: an order can be
+    /// refused twice at one instant), for keyset pages; `$1` is the threshold in seconds.
     fileprivate var sql: String {
         func select(_ since: String, _ detail: String, _ condition: String) -> String {
-            "SELECT order_id, account_id, state, \(since), \(detail) FROM orders "
+            "SELECT order_id, account_id, state, \(since), \(detail), order_id FROM orders "
                 + "WHERE \(condition) AND \(since) < now() - make_interval(secs => $1)"
         }
         switch self {
@@ -47,7 +49,8 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         case .refusedGrant:
             return """
                 SELECT r.order_id, coalesce(o.account_id, ''), coalesce(o.state, 'unknown'), r.recorded_at,
-                       r.code || ' by ' || r.actor || ' for transaction ' || coalesce(r.transaction_id, '') || ': ' || r.details::text
+                       r.code || ' by ' || r.actor || ' for transaction ' || coalesce(r.transaction_id, '') || ': ' || r.details::text,
+                       lpad(r.id::text, 20, '0')
                 FROM refusals r LEFT JOIN orders o USING (order_id)
                 WHERE r.event_type = 'order.granted' AND r.code IN ('account_mismatch', 'already_granted')
                   AND r.recorded_at < now() - make_interval(secs => $1)
@@ -85,13 +88,102 @@ public struct AnomalyFinder: Sendable {
             query.binds.append(threshold)
             found += try await client.query(query, logger: logger) { rows in
                 var found: [Anomaly] = []
-                for try await (orderId, accountId, state, since, detail) in rows.decode((String, String, String, Date, String).self) {
+                for try await (orderId, accountId, state, since, detail, _) in rows.decode((String, String, String, Date, String, String).self) {
                     found.append(Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail))
                 }
                 return found
             }
         }
         return found
+    }
+}
+
+/// A page of anomalies and the cursor of the next one (nil on the last).
+public struct AnomalyPage: Sendable, Hashable {
+    public var anomalies: [Anomaly]
+    public var nextCursor: AnomalyCursor?
+}
+
+/// Where a page of anomalies ended: the last anomaly's kind, `since` and key. Rows are listed kind by kind (in the
+/// order asked, else `AnomalyKind.allCases`), each kind by (`since`, key), so the next page starts right after the
+/// cursor: an anomaly present on both sides of a page boundary is listed exactly once, one that appears in between
+/// is listed if it sorts after the cursor, one resolved in between is not.
+/// Written `KIND,SINCE,KEY` (`lost_order,2026-11-22T10:00:00.123456Z,order-1`): since to the microsecond, like
+/// every time the ledger prints, so it names the same instant.
+public struct AnomalyCursor: Sendable, Hashable, CustomStringConvertible {
+    public var kind: AnomalyKind
+    public var since: Date
+    public var key: String
+
+    public init(kind: AnomalyKind, since: Date, key: String) {
+        self.kind = kind
+        self.since = since
+        self.key = key
+    }
+
+    /// Nil when `text` is not a cursor this ledger wrote.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let kind = parts.first.flatMap(AnomalyKind.init(rawValue:)),
+              let since = RFC3339.parse(parts[1]), let key = parts.last, !key.isEmpty else { return nil }
+        self.init(kind: kind, since: since, key: key)
+    }
+
+    public var description: String { "\(kind.rawValue),\(RFC3339.format(since)),\(key)" }
+}
+
+extension AnomalyFinder {
+    /// At most `limit` anomalies of `kinds` (all when empty; each kind once, in the order given) after `cursor`,
+    /// each older than `olderThan` or its kind's default threshold. Memory holds one page, never the whole list.
+    /// A cursor whose kind is not among `kinds` ends the listing: nothing comes after it (the API refuses it first).
+    public func page(
+        kinds: [AnomalyKind] = [], olderThan: Duration? = nil, limit: Int, after cursor: AnomalyCursor? = nil
+    ) async throws -> AnomalyPage {
+        let limit = max(1, min(limit, Int(Int32.max)))
+        var asked: [AnomalyKind] = []
+        for kind in kinds.isEmpty ? AnomalyKind.allCases : kinds where !asked.contains(kind) { asked.append(kind) }
+        var remaining = asked[...]
+        if let cursor {
+            remaining = remaining.drop { $0 != cursor.kind }
+            if remaining.isEmpty { return AnomalyPage(anomalies: [], nextCursor: nil) }
+        }
+        // One more than the page, to know whether another follows.
+        var found: [(anomaly: Anomaly, key: String)] = []
+        for kind in remaining where found.count <= limit {
+            let start = cursor?.kind == kind ? cursor : nil
+            found += try await rows(of: kind, olderThan: olderThan, after: start, limit: limit + 1 - found.count)
+        }
+        let more = found.count > limit
+        if more { found.removeLast() }
+        let next = more ? found.last.map { AnomalyCursor(kind: $0.anomaly.kind, since: $0.anomaly.since, key: $0.key) } : nil
+        return AnomalyPage(anomalies: found.map(\.anomaly), nextCursor: next)
+    }
+
+    /// At most `limit` rows of one kind after `cursor` (from the first when nil), by (`since`, key).
+    private func rows(
+        of kind: AnomalyKind, olderThan: Duration?, after cursor: AnomalyCursor?, limit: Int
+    ) async throws -> [(anomaly: Anomaly, key: String)] {
+        let threshold = Double((olderThan ?? kind.defaultThreshold).components.seconds)
+        let after = cursor == nil ? "" : "WHERE (since, key) > ($3, $4)"
+        var query = PostgresQuery(unsafeSQL: """
+            SELECT order_id, account_id, state, since, detail, key
+            FROM (\(kind.sql)) AS found (order_id, account_id, state, since, detail, key)
+            \(after) ORDER BY since, key LIMIT $2
+            """)
+        query.binds.append(threshold)
+        query.binds.append(limit)
+        if let cursor {
+            query.binds.append(Timestamp(cursor.since))
+            query.binds.append(cursor.key)
+        }
+        return try await client.query(query, logger: logger) { rows in
+            var found: [(anomaly: Anomaly, key: String)] = []
+            for try await (orderId, accountId, state, since, detail, key)
+                in rows.decode((String, String, String, Date, String, String).self) {
+                found.append((Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail), key))
+            }
+            return found
+        }
     }
 }
 

@@ -13,6 +13,8 @@ extension Ledger {
 
     /// "What happened to this order": every event with the state it left, and the order they fold to —
     /// only what had been recorded by `asOf` when given. Nil when the order has never existed.
+    /// The whole story in memory, for in-process callers that know it is short (tests); the API and the CLI read
+    /// it page by page (`history(_:asOf:after:limit:)`), so no request builds an answer of unbounded size.
     public func history(_ orderId: String, asOf: Date? = nil) async throws -> OrderHistory? {
         let (entries, order) = try await history(orderId, upTo: asOf.map(StreamLimit.recordedAt))
         if entries.isEmpty {

@@ -19,6 +19,52 @@ extension EventStore {
         return try await client.query(query, logger: logger, reading: Self.decode)
     }
 
+    /// At most `limit` of an order's events after version `after`, in version order, only those recorded by `asOf`
+    /// when given: one page of its history, read on `connection`.
+    public func readPage(
+        _ orderId: String, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
+    ) async throws -> [StoredEvent] {
+        let query: PostgresQuery = if let asOf {
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE order_id = \(orderId) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
+            ORDER BY version LIMIT \(limit)
+            """
+        } else {
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE order_id = \(orderId) AND version > \(version) ORDER BY version LIMIT \(limit)
+            """
+        }
+        return try await Self.decode(try await connection.query(query, logger: logger))
+    }
+
+    /// Calls `body` with each of an order's events up to and including version `through` (only those recorded by
+    /// `asOf` when given), in version order, one row at a time: memory stays flat however many there are.
+    public func forEach(
+        _ orderId: String, through version: Int, asOf: Date?, on connection: PostgresConnection,
+        _ body: (StoredEvent) throws -> Void
+    ) async throws {
+        let query: PostgresQuery = if let asOf {
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE order_id = \(orderId) AND version <= \(version) AND recorded_at <= \(Timestamp(asOf)) ORDER BY version
+            """
+        } else {
+            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version <= \(version) ORDER BY version"
+        }
+        for try await row in try await connection.query(query, logger: logger) {
+            try body(try Self.decode(row))
+        }
+    }
+
+    /// Whether the order has any event at all.
+    public func hasEvents(_ orderId: String, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query("SELECT EXISTS (SELECT 1 FROM events WHERE order_id = \(orderId))", logger: logger)
+        for try await exists in rows.decode(Bool.self) { return exists }
+        return false
+    }
+
     /// One page of the global feed: the events after the one at position `after` (nil: from the start).
     ///
     /// The feed never skips an event, however transactions interleave. Positions are taken when a transaction

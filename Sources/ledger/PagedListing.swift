@@ -1,0 +1,56 @@
+import Foundation
+import LedgerCore
+
+/// Prints a listing that arrives page by page, holding one page at a time, so that a command prints everything
+/// however long the listing is, in the memory of a page:
+/// - a table or CSV gets its header once; a table's columns are aligned within each page (as psql does with
+///   `FETCH_COUNT`), so a listing of one page looks exactly as it did when it was printed whole;
+/// - JSON is the same text the whole listing's canonical JSON would be: `prefix`, the elements comma-separated, and
+///   the suffix given at the end (canonical JSON sorts keys, so the array's key and those before it come first).
+final class PagedListing {
+    enum Format { case table, csv, json }
+
+    let header: [String]
+    let format: Format
+    private var headerPrinted = false
+    private var elementsPrinted = false
+
+    init(header: [String], format: Format, jsonPrefix: String = "") {
+        self.header = header
+        self.format = format
+        if format == .json { print(jsonPrefix, terminator: "") }
+    }
+
+    /// One page: its rows for a table or CSV, its elements for JSON.
+    func add(rows: @autoclosure () -> [[String]], json: @autoclosure () -> [JSONValue]) {
+        switch format {
+        case .json:
+            for element in json() {
+                print((elementsPrinted ? "," : "") + element.canonicalJSON, terminator: "")
+                elementsPrinted = true
+            }
+        case .csv:
+            let rows = rows()
+            if !headerPrinted { print(CSVWriter.record(header)) }
+            headerPrinted = true
+            for row in rows { print(CSVWriter.record(row)) }
+        case .table:
+            let rows = rows()
+            guard !rows.isEmpty || !headerPrinted else { return }
+            var rendered = Table(header, rows).rendered
+            if headerPrinted, let endOfHeader = rendered.firstIndex(of: "\n") {
+                rendered = String(rendered[rendered.index(after: endOfHeader)...])
+            }
+            headerPrinted = true
+            print(rendered)
+        }
+    }
+
+    /// Ends the listing: JSON's `suffix` and a newline; a table or CSV that had no page prints its header alone.
+    func finish(jsonSuffix: String = "") {
+        switch format {
+        case .json: print(jsonSuffix)
+        case .csv, .table: if !headerPrinted { add(rows: [], json: []) }
+        }
+    }
+}

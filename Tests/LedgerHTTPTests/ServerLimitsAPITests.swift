@@ -1,0 +1,136 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// The service answers in bounded time whatever the database does: readiness has a deadline, and work PostgreSQL
+/// itself ends at the service's limits is a 503 to retry, not a 500.
+@Suite("HTTP: readiness and PostgreSQL's limits")
+struct ServerLimitsAPITests {
+    @Test func readinessAnswers503InBoundedTimeWhenTheDatabaseStopsAnswering() async throws {
+        try await API.run(limits: .service, poolSize: 1) { api, owner in
+            #expect(try await api.get("/readyz", token: nil).status == .ok)
+            // The service's only session; stopping its backend leaves a connection on which no query ever returns.
+            let backends = try await owner.query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = 'ledger_service'",
+                logger: .init(label: "test")
+            ) { rows in
+                var pids: [Int32] = []
+                for try await pid in rows.decode(Int32.self) { pids.append(pid) }
+                return pids
+            }
+            let backend = try #require(backends.count == 1 ? backends.first : nil, "\(backends)")
+            #expect(kill(backend, SIGSTOP) == 0)
+            let started = ContinuousClock.now
+            // Bounded by a guard of its own, so a readiness check that never answers fails the test rather than hang it.
+            let answer = await firstWithin(.seconds(30)) { try await api.get("/readyz", token: nil) }
+            let waited = ContinuousClock.now - started
+            #expect(kill(backend, SIGCONT) == 0)
+            let ready = try #require(answer, "readiness did not answer within 30 s")
+            #expect(ready.status == .serviceUnavailable)
+            #expect(ready.errorCode == "unavailable")
+            #expect(ready.headers[.retryAfter] == "1")
+            #expect(waited < OperationalRoutesReadiness.timeout + .seconds(3), "answered after \(waited)")
+        }
+    }
+
+    @Test func anAppendPostgreSQLEndsAtTheLockTimeoutAnswers503AndWritesNothing() async throws {
+        let limits = ServerLimits(statement: .seconds(30), lock: .milliseconds(300), idleInTransaction: .seconds(30))
+        try await API.run(limits: limits) { api, owner in
+            let lifecycle = Lifecycle()
+            #expect(try await api.post("held", lifecycle.created).status == .created)
+            let locked = AsyncStream<Void>.makeStream()
+            let released = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await owner.withTransaction(logger: .init(label: "test")) { connection in
+                    try await connection.query("SELECT 1 FROM streams WHERE order_id = 'held' FOR UPDATE", logger: .init(label: "test"))
+                    locked.continuation.yield()
+                    for await _ in released.stream { break }
+                }
+            }
+            defer { released.continuation.finish() }
+            for await _ in locked.stream { break }
+            // No client-side deadline here: PostgreSQL alone ends the wait.
+            let answered = await Deadline.$request.withValue(nil) {
+                await firstWithin(.seconds(30)) { try await api.post("held", lifecycle.queued) }
+            }
+            let answer = try #require(answered, "the append still waited on the lock after 30 s")
+            #expect(answer.status == .serviceUnavailable, "\(answer.bodyText)")
+            #expect(answer.errorCode == "unavailable")
+            #expect(answer.headers[.retryAfter] == "1")
+            released.continuation.finish()
+            try await holder.value
+            #expect(try await api.ledger.store.count("events") == 1, "the refused append wrote nothing")
+        }
+    }
+
+    @Test func aStatementPostgreSQLCancelledAtTheStatementTimeoutIsUnavailableNotABug() async throws {
+        let limits = ServerLimits(statement: .milliseconds(200), lock: .seconds(30), idleInTransaction: .seconds(30))
+        try await API.run(limits: limits) { api, _ in
+            do {
+                try await api.ledger.client.query("SELECT pg_sleep(20)", logger: .init(label: "test")) { rows in
+                    for try await _ in rows {}
+                }
+                Issue.record("the statement outlived its timeout")
+            } catch {
+                #expect((error as? PSQLError)?.serverInfo?[.sqlState] == "57014")
+                let mapped = APIError(from: error)
+                #expect(mapped.status == .serviceUnavailable)
+                #expect(mapped.code == "unavailable")
+            }
+        }
+    }
+}
+
+/// The readiness limit the route uses (its own, or the request deadline when shorter; tests set none).
+enum OperationalRoutesReadiness {
+    static let timeout = Duration.seconds(2)
+}
+
+extension API {
+    /// Like `run`, with the service connected with PostgreSQL's own limits (as `serve` connects it); `body` also
+    /// gets the owner's client.
+    static func run(
+        limits: ServerLimits, poolSize: Int = 4, _ body: @Sendable @escaping (API, PostgresClient) async throws -> Void
+    ) async throws {
+        try await TestDatabase.withOwnerAndService(limits: limits, poolSize: poolSize) { owner, service in
+            let ledger = Ledger(client: service)
+            let tokens = TokenStore(client: owner)
+            let secrets = ["all": try await tokens.create(name: "all", scopes: Scope.allCases)]
+            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: TokenStore(client: service)))
+            try await app.test(.router) { client in
+                try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: secrets), owner)
+            }
+        }
+    }
+}
+
+/// `work`'s result, or nil when it has not answered within `limit`. The work runs in a task of its own that is not
+/// waited for: a guard that waited for it (as a task group does) would hang with it.
+func firstWithin<T: Sendable>(_ limit: Duration, _ work: @Sendable @escaping () async throws -> T) async -> T? {
+    let answer = OnceAnswer<T?>()
+    return await withCheckedContinuation { continuation in
+        answer.set(continuation)
+        Task { answer.give(try? await work()) }
+        Task {
+            try? await Task.sleep(for: limit)
+            answer.give(nil)
+        }
+    }
+}
+
+/// Resumes a continuation once, with whichever answer comes first.
+final class OnceAnswer<T: Sendable>: Sendable {
+    private let continuation = Mutex<CheckedContinuation<T, Never>?>(nil)
+    func set(_ continuation: CheckedContinuation<T, Never>) { self.continuation.withLock { $0 = continuation } }
+    func give(_ value: T) {
+        continuation.withLock { $0?.resume(returning: value); $0 = nil }
+    }
+}
