@@ -41,12 +41,14 @@ extension ReconciliationRow {
 
 extension ReconciliationSummary {
     public var json: JSONValue {
-        .object(Dictionary(uniqueKeysWithValues: ReconciliationResult.allCases.map { result in
-            (result.rawValue, JSONValue.object([
+        var members: [String: JSONValue] = [:]
+        for result in ReconciliationResult.allCases {
+            members[result.rawValue] = .object([
                 "count": .int(Int64(counts[result] ?? 0)),
                 "amounts": .object((amounts[result] ?? [:]).mapValues { JSONValue.int($0) }),
-            ]))
-        }))
+            ])
+        }
+        return .object(members)
     }
 }
 

@@ -24,10 +24,11 @@ struct FinanceRoutes {
     @Sendable func revenue(_ request: Request, context: Context) async throws -> Response {
         let query = QueryParameters(request)
         try query.onlyAllowing(["from", "to", "groupBy", "timezone"])
-        let (from, to) = (try query.date("from", required: true)!, try query.date("to", required: true)!)
+        let (from, to) = (try query.requiredDate("from"), try query.requiredDate("to"))
         let groupBy = try names(query.string("groupBy") ?? "day,currency", RevenueDimension.self, field: "groupBy")
         let timeZone = try query.string("timezone") ?? "UTC"
-        let rows = try await financeCall(field: "timezone") {
+        // A sum too large for the report is the period's doing: a shorter one gives sums that fit.
+        let rows = try await financeCall(field: "from") {
             try await RevenueReport(client: client).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
         }
         return JSONResponse.make(status: .ok, body: .object([
@@ -73,13 +74,13 @@ struct FinanceRoutes {
         return JSONResponse.make(status: .ok, body: listing.json(summary: summary))
     }
 
-    @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
     /// An anomalies page holds at most this many (`limit`), 100 unless asked: the list is never built whole.
     static let maximumAnomalyPage = 1000
     static let defaultAnomalyPage = 100
 
     /// One page of anomalies, kind by kind, each kind by age: `nextCursor` is the `cursor` of the next page (null
     /// on the last). A cursor is only good with the `kind` list it was given with.
+    @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
         let query = QueryParameters(request)
         try query.onlyAllowing(["kind", "olderThan", "limit", "cursor"])
         let kinds = try names(query.string("kind") ?? "", AnomalyKind.self, field: "kind")
@@ -104,8 +105,8 @@ struct FinanceRoutes {
         ]))
     }
 
-    /// A comma-separated parameter of known names; an unknown one is a 400 naming `field`.
-    private func names<Value: RawRepresentable<String> & CaseIterable>(
+    /// A comma-separated parameter of known names, each once; an unknown, empty or repeated one is a 400 naming `field`.
+    private func names<Value: RawRepresentable<String> & CaseIterable & Hashable>(
         _ text: String, _ type: Value.Type, field: String
     ) throws -> [Value] {
         do {
@@ -115,12 +116,18 @@ struct FinanceRoutes {
         }
     }
 
-    /// Turns the finance layer's refusals of bad input into 400s naming `field`.
+    /// Turns the finance layer's refusals of bad input into 400s: the period names `from`, a time zone `timezone`,
+    /// and a sum out of range the input it came from, `field`.
     private func financeCall<T>(field: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as FinanceError {
-            throw APIError.invalidRequest(field: error == .emptyPeriod ? "from" : field, error.description)
+            let named = switch error {
+            case .emptyPeriod: "from"
+            case .unknownTimeZone: "timezone"
+            case .amountOutOfRange: field
+            }
+            throw APIError.invalidRequest(field: named, error.description)
         } catch let error as ProviderFileError {
             throw APIError.invalidRequest(field: "body", error.description)
         }

@@ -4,22 +4,37 @@ import LedgerCore
 import LedgerPostgres
 
 /// A request's query parameters, read with the parameter named in every error.
+///
+/// Each parameter may be given once: `?groupBy=day&groupBy=product` is refused rather than read as one of the two
+/// (which would silently drop the other) or as a list (lists are comma-separated: `groupBy=day,product`).
 struct QueryParameters {
     let values: [String: String]
+    /// Parameters given more than once, refused by `onlyAllowing` and `string`.
+    let repeated: Set<String>
 
     init(_ request: Request) {
         var values: [String: String] = [:]
-        for (name, value) in request.uri.queryParameters { values[String(name)] = String(value) }
+        var repeated: Set<String> = []
+        for (name, value) in request.uri.queryParameters {
+            if values.updateValue(String(value), forKey: String(name)) != nil { repeated.insert(String(name)) }
+        }
         self.values = values
+        self.repeated = repeated
     }
 
     func onlyAllowing(_ allowed: Set<String>) throws {
         if let unknown = values.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw APIError.invalidRequest(field: unknown, "\(unknown) is not a parameter of this route")
         }
+        if let name = repeated.sorted().first { throw Self.givenTwice(name) }
+    }
+
+    private static func givenTwice(_ name: String) -> APIError {
+        .invalidRequest(field: name, "\(name) is given more than once; give it once (a list of names is one parameter, comma-separated)")
     }
 
     func string(_ name: String) throws -> String? {
+        guard !repeated.contains(name) else { throw Self.givenTwice(name) }
         guard let value = values[name], !value.isEmpty else { return nil }
         guard value.utf8.count <= 256 else { throw APIError.invalidRequest(field: name, "\(name) is too long") }
         return value
@@ -38,6 +53,12 @@ struct QueryParameters {
         guard let date = RFC3339.parse(text) else {
             throw APIError.invalidRequest(field: name, "\(name) must be an RFC 3339 time, e.g. 2026-11-22T13:05:09Z")
         }
+        return date
+    }
+
+    /// A calendar date that must be given.
+    func requiredDate(_ name: String) throws -> String {
+        guard let date = try date(name) else { throw APIError.invalidRequest(field: name, "\(name) is required (YYYY-MM-DD)") }
         return date
     }
 

@@ -21,8 +21,9 @@ struct FinanceOutput: ParsableArguments {
     }
 }
 
-/// A comma-separated option of known names; an unknown one is a usage error naming the option.
-func names<Value: RawRepresentable<String> & CaseIterable>(_ text: String, _ type: Value.Type, option: String) throws -> [Value] {
+/// A comma-separated option of known names, each once; an unknown, empty or repeated one is a usage error naming
+/// the option, in the API's words.
+func names<Value: RawRepresentable<String> & CaseIterable & Hashable>(_ text: String, _ type: Value.Type, option: String) throws -> [Value] {
     do {
         return try NameList.parse(text, as: type)
     } catch {
@@ -179,9 +180,9 @@ struct AnomaliesCommand: AsyncParsableCommand {
 
     @Option(help: "Only these kinds (comma-separated): \(AnomalyKind.allCases.map(\.rawValue).joined(separator: ", ")).") var kind: String?
     @Option(name: .customLong("older-than"), help: "Override every kind's threshold, e.g. 90s, 10m, 24h.") var olderThan: String?
-    @OptionGroup var output: FinanceOutput
     @Option(name: .customLong("page-size"), help: ArgumentHelp("Anomalies read per query.", visibility: .hidden))
     var pageSize = 1000
+    @OptionGroup var output: FinanceOutput
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {

@@ -57,4 +57,48 @@ struct FinanceCommandTests {
             #expect(bad.status != 0 && bad.stderr.contains("--from"))
         }
     }
+
+    /// `--group-by product,product` once crashed like the API did. The CLI refuses a repeated or empty name with the
+    /// API's words, exits non-zero, and never traps (a trap prints "Fatal error" and no such message).
+    @Test func repeatedOrEmptyNamesAreRefusedWithTheAPIsWords() async throws {
+        try await TestDatabase.withURL { url, client in
+            try await recordHappyOrders(1, on: Ledger(client: client))
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let revenue = ["report", "revenue", "--from", today, "--to", today]
+            let cases: [(arguments: [String], words: String)] = [
+                (revenue + ["--group-by", "product,product"], "--group-by: product is named more than once"),
+                (revenue + ["--group-by", "day,currency,day"], "--group-by: day is named more than once"),
+                (revenue + ["--group-by", "day,,product"], "--group-by: a name is empty"),
+                (revenue + ["--group-by", "day,"], "--group-by: a name is empty"),
+                (["anomalies", "--kind", "lost_order,lost_order"], "--kind: lost_order is named more than once"),
+                (["anomalies", "--kind", ",lost_order"], "--kind: a name is empty"),
+            ]
+            for (arguments, words) in cases {
+                let outcome = try await LedgerBinary.run(arguments, databaseURL: url)
+                #expect(outcome.status != 0, "\(arguments)")
+                #expect(outcome.stderr.contains(words), "\(arguments): \(outcome.stderr.suffix(400))")
+                #expect(!outcome.stderr.contains("Fatal error") && outcome.stdout.isEmpty, "\(arguments): \(outcome.stderr.suffix(400))")
+            }
+            let fine = try await LedgerBinary.run(revenue + ["--group-by", "product,day", "--csv"], databaseURL: url)
+            #expect(fine.status == 0, "\(fine.stderr)")
+            #expect(fine.stdout.split(separator: "\n").dropFirst().first == "gems.100,\(today),USD,1,499,0,0,499")
+        }
+    }
+
+    /// A provider file whose amounts add up past Int64 once trapped while summing: now a clear error, exit non-zero.
+    @Test func aProviderFileWhoseAmountsOverflowIsRefusedNotATrap() async throws {
+        try await TestDatabase.withURL { url, _ in
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("provider-\(UUID().uuidString).csv")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(("transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
+                + "px-1,gems.100,\(Int64.max),USD,paid,\(today)T10:00:00Z\npx-2,gems.100,1,USD,paid,\(today)T10:00:00Z\n").utf8)
+                .write(to: file)
+            let outcome = try await LedgerBinary.run(
+                ["reconcile", file.path, "--provider", "app_store", "--from", today, "--to", today], databaseURL: url)
+            #expect(outcome.status != 0)
+            #expect(outcome.stderr.contains("amounts in USD add up past 9223372036854775807"), "\(outcome.stderr.suffix(400))")
+            #expect(!outcome.stderr.contains("Fatal error"), "\(outcome.stderr.suffix(400))")
+        }
+    }
 }

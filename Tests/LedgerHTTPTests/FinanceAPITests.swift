@@ -36,6 +36,134 @@ struct FinanceAPITests {
         }
     }
 
+    /// `groupBy=product,product` once killed `ledger serve` (a dictionary built from duplicate keys). A repeated,
+    /// empty or doubly-given name is the caller's mistake: 400 naming the parameter and the name, and the service
+    /// goes on answering.
+    @Test func repeatedOrEmptyNamesInAListAreRefusedNotACrash() async throws {
+        try await API.run { api in
+            for event in Lifecycle().happyPath { _ = try await api.post("order-1", event, token: "writer") }
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let period = "/v1/reports/revenue?from=\(today)&to=\(today)"
+            let cases: [(uri: String, field: String, words: String)] = [
+                (period + "&groupBy=product,product", "groupBy", "groupBy: product is named more than once"),
+                (period + "&groupBy=day,currency,day", "groupBy", "groupBy: day is named more than once"),
+                (period + "&groupBy=currency,currency", "groupBy", "groupBy: currency is named more than once"),
+                (period + "&groupBy=day,,product", "groupBy", "groupBy: a name is empty"),
+                (period + "&groupBy=day,product,", "groupBy", "groupBy: a name is empty"),
+                (period + "&groupBy=,day", "groupBy", "groupBy: a name is empty"),
+                (period + "&groupBy=%2C", "groupBy", "groupBy: a name is empty"),
+                (period + "&groupBy=product%2Cproduct", "groupBy", "groupBy: product is named more than once"),
+                (period + "&groupBy=day&groupBy=day", "groupBy", "groupBy is given more than once"),
+                (period + "&groupBy=day&groupBy=product", "groupBy", "groupBy is given more than once"),
+                (period + "&from=\(today)", "from", "from is given more than once"),
+                ("/v1/anomalies?kind=lost_order,lost_order", "kind", "kind: lost_order is named more than once"),
+                ("/v1/anomalies?kind=lost_order,not_finished,lost_order", "kind", "kind: lost_order is named more than once"),
+                ("/v1/anomalies?kind=lost_order,", "kind", "kind: a name is empty"),
+                ("/v1/anomalies?kind=lost_order&kind=not_finished", "kind", "kind is given more than once"),
+                ("/v1/events?limit=1&limit=2", "limit", "limit is given more than once"),
+                ("/v1/orders?cursor=a&cursor=b", "cursor", "cursor is given more than once"),
+            ]
+            for (uri, field, words) in cases {
+                let answer = try await api.get(uri, token: "all")
+                #expect(answer.status == .badRequest, "\(uri): \(answer.status) \(answer.bodyText)")
+                #expect(answer.errorCode == "invalid_request", "\(uri): \(answer.bodyText)")
+                #expect(answer.json["error"]?["details"]?["field"] == .string(field), "\(uri): \(answer.bodyText)")
+                #expect(answer.refusalMessage.hasPrefix(words), "\(uri): \(answer.bodyText)")
+            }
+            // Still serving, and every name once still reports.
+            let revenue = try await api.get(period + "&groupBy=product,day,provider,currency", token: "finance")
+            #expect(revenue.status == .ok, "\(revenue.bodyText)")
+            #expect(revenue.json["rows"]?.elements.first?["productId"] == "gems.100")
+            #expect(revenue.json["rows"]?.elements.first?["provider"] == "app_store")
+            #expect(revenue.json["rows"]?.elements.first?["granted"]?["amount"] == .int(499))
+        }
+    }
+
+    /// The report library itself, given a repeated dimension (the routes refuse one): the same rows as without it.
+    @Test func aRepeatedDimensionReachingTheReportIsReadOnce() async throws {
+        try await API.run { api in
+            for event in Lifecycle().happyPath { _ = try await api.post("order-1", event, token: "writer") }
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let report = RevenueReport(client: api.ledger.client)
+            let once = try await report.rows(from: today, to: today, groupBy: [.product, .currency], timeZone: "UTC")
+            let twice = try await report.rows(
+                from: today, to: today, groupBy: [.product, .product, .currency, .currency], timeZone: "UTC")
+            #expect(once.count == 1 && once.first?.grantedAmount == 499)
+            #expect(twice == once)
+            let anomalies = try await AnomalyFinder(client: api.ledger.client).find(kinds: [.notFinished, .notFinished], olderThan: .zero)
+            #expect(anomalies.isEmpty)
+        }
+    }
+
+    /// Amounts are up to Int64.max minor units each, so sums can pass it: a clear 400 naming the input, never a
+    /// trap (reconciliation summed in Swift) or a 500 (the report summed in PostgreSQL as bigint).
+    @Test func sumsPastInt64AreRefusedNotATrapOrA500() async throws {
+        try await API.run { api in
+            var lifecycles: [Lifecycle] = []
+            for n in 0..<2 {
+                var lifecycle = Lifecycle()
+                lifecycle.amount = Money(value: .max, currency: "USD")
+                for event in lifecycle.happyPath {
+                    let answer = try await api.post("huge-\(n)", event, token: "writer")
+                    #expect(answer.status == .created, "\(answer.bodyText)")
+                }
+                lifecycles.append(lifecycle)
+            }
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let revenue = try await api.get("/v1/reports/revenue?from=\(today)&to=\(today)&groupBy=currency", token: "finance")
+            #expect(revenue.status == .badRequest, "\(revenue.bodyText)")
+            #expect(revenue.json["error"]?["details"]?["field"] == "from", "\(revenue.bodyText)")
+            #expect(revenue.refusalMessage.contains("USD add up past 9223372036854775807"), "\(revenue.bodyText)")
+
+            let max = Int64.max
+            let csv = "transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
+                + "px-1,gems.100,\(max),USD,paid,\(today)T10:00:00Z\npx-2,gems.100,\(max),USD,paid,\(today)T10:00:00Z\n"
+            let reconciled = try await api.request(
+                .post, "/v1/reconciliations?provider=app_store&from=\(today)&to=\(today)", token: "finance", body: csv,
+                contentType: "text/csv")
+            #expect(reconciled.status == .badRequest, "\(reconciled.bodyText)")
+            #expect(reconciled.json["error"]?["details"]?["field"] == "body", "\(reconciled.bodyText)")
+            #expect(reconciled.refusalMessage.contains("USD add up past"), "\(reconciled.bodyText)")
+            // Amounts of Int64.max that fall in different results are separate sums, each exact.
+            let one = "transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
+                + "\(lifecycles[0].transactionId),gems.100,\(max),USD,paid,\(today)T10:00:00Z\n"
+            let single = try await api.request(
+                .post, "/v1/reconciliations?provider=app_store&from=\(today)&to=\(today)", token: "finance", body: one,
+                contentType: "text/csv")
+            #expect(single.status == .ok, "\(single.bodyText)")
+            #expect(single.json["summary"]?["matched"]?["amounts"]?["USD"] == .int(max), "\(single.bodyText)")
+            #expect(single.json["summary"]?["missing_at_provider"]?["amounts"]?["USD"] == .int(max), "\(single.bodyText)")
+        }
+    }
+
+    /// Numbers past Int64 (or past the route's range) in `limit`, `after`, `olderThan`: 400 naming them.
+    @Test func hugeNumbersInQueryParametersAreRefusedNamingThem() async throws {
+        try await API.run { api in
+            let cases: [(String, String)] = [
+                ("/v1/events?after=9223372036854775807", "after"),
+                ("/v1/events?after=9223372036854775808", "after"),
+                ("/v1/events?after=-1", "after"),
+                ("/v1/events?limit=99999999999999999999999", "limit"),
+                ("/v1/events?limit=1001", "limit"),
+                ("/v1/events?limit=-9223372036854775808", "limit"),
+                ("/v1/orders?limit=9223372036854775807", "limit"),
+                ("/v1/anomalies?olderThan=9223372036854775807s", "olderThan"),
+                ("/v1/anomalies?olderThan=9223372036854775807d", "olderThan"),
+                ("/v1/anomalies?olderThan=99999999999999999999999s", "olderThan"),
+                ("/v1/anomalies?olderThan=106751991167300d", "olderThan"),
+                ("/v1/reports/revenue?from=9999-12-31&to=99999-12-31", "to"),
+            ]
+            for (uri, field) in cases {
+                let answer = try await api.get(uri, token: "all")
+                #expect(answer.status == .badRequest && answer.json["error"]?["details"]?["field"] == .string(field), "\(uri): \(answer.bodyText)")
+            }
+            let edge = try await api.get("/v1/reports/revenue?from=0001-01-01&to=9999-12-31&timezone=Pacific/Kiritimati", token: "finance")
+            #expect(edge.status == .ok, "\(edge.bodyText)")
+            let oldest = try await api.get("/v1/anomalies?olderThan=36600d", token: "finance")
+            #expect(oldest.status == .ok, "\(oldest.bodyText)")
+        }
+    }
+
     @Test func badFinanceParametersAreRefusedNamingThem() async throws {
         try await API.run { api in
             let cases: [(String, String)] = [
@@ -62,5 +190,12 @@ struct FinanceAPITests {
                 .post, "/v1/reconciliations?provider=app_store&from=2026-11-01&to=2026-11-30", token: "finance", body: "{}")
             #expect(json.status == .unsupportedMediaType)
         }
+    }
+}
+
+extension API.Answer {
+    /// The error's message, or "" when the answer is not an error.
+    var refusalMessage: String {
+        if case .string(let message)? = json["error"]?["message"] { message } else { "" }
     }
 }

@@ -80,9 +80,13 @@ public struct AnomalyFinder: Sendable {
     }
 
     /// Anomalies of `kinds` (all when empty), each older than `olderThan` or its kind's default threshold.
+    /// A kind named twice is looked for once (the callers refuse the repeat; this keeps an order from being listed
+    /// twice if one ever gets through).
     public func find(kinds: [AnomalyKind] = [], olderThan: Duration? = nil) async throws -> [Anomaly] {
         var found: [Anomaly] = []
-        for kind in kinds.isEmpty ? AnomalyKind.allCases : kinds {
+        var asked: [AnomalyKind] = []
+        for kind in kinds.isEmpty ? AnomalyKind.allCases : kinds where !asked.contains(kind) { asked.append(kind) }
+        for kind in asked {
             let threshold = Double((olderThan ?? kind.defaultThreshold).components.seconds)
             var query = PostgresQuery(unsafeSQL: kind.sql + " ORDER BY 4, 1")
             query.binds.append(threshold)

@@ -21,10 +21,13 @@ public struct ReconciliationSummary: Sendable, Hashable {
     public var counts: [ReconciliationResult: Int] = [:]
     public var amounts: [ReconciliationResult: [String: Int64]] = [:]
 
-    mutating func add(_ row: ReconciliationRow) {
+    /// Counts the row; amounts come from the provider's file, so their sum is checked rather than trapping.
+    mutating func add(_ row: ReconciliationRow) throws(FinanceError) {
         counts[row.result, default: 0] += 1
         if let money = row.provider?.amount ?? row.ledger?.amount {
-            amounts[row.result, default: [:]][money.currency, default: 0] += money.value
+            let (sum, overflow) = amounts[row.result, default: [:]][money.currency, default: 0].addingReportingOverflow(money.value)
+            guard !overflow else { throw .amountOutOfRange(currency: money.currency) }
+            amounts[row.result, default: [:]][money.currency] = sum
         }
     }
 
@@ -166,7 +169,7 @@ public struct Reconciliation: Sendable {
             let result = problem == nil ? ReconciliationResult.classify(ledger: ledger, provider: listed) : .malformed
             let reconciled = ReconciliationRow(
                 result: result, line: line, transactionId: transactionId, ledger: ledger, provider: listed, problem: problem)
-            summary.add(reconciled)
+            try summary.add(reconciled)
             try await emit(reconciled)
         }
         return summary

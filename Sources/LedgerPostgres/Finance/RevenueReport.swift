@@ -33,11 +33,16 @@ public struct RevenueRow: Sendable, Hashable {
 public enum FinanceError: Error, Sendable, Hashable, CustomStringConvertible {
     case unknownTimeZone(String)
     case emptyPeriod
+    /// Amounts in `currency` add up past what an Int64 of minor units holds: the report cannot give an exact sum.
+    case amountOutOfRange(currency: String)
 
     public var description: String {
         switch self {
         case .unknownTimeZone(let name): "timezone \(name) is not an IANA time zone PostgreSQL knows (e.g. UTC, Asia/Shanghai)"
         case .emptyPeriod: "from must not be after to"
+        case .amountOutOfRange(let currency):
+            "amounts in \(currency) add up past \(Int64.max) minor units, more than a sum can hold exactly; "
+                + "ask for a shorter period or finer groups"
         }
     }
 }
@@ -58,7 +63,12 @@ public struct RevenueReport: Sendable {
     public func rows(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
         guard from <= to else { throw FinanceError.emptyPeriod }
         try await checkTimeZone(timeZone)
-        var dimensions = groupBy.filter { $0 != .currency }
+        // Each dimension once, currency last: the callers refuse a repeated name, but a repeat reaching here must
+        // not repeat a column (nor, as it once did, trap building the group).
+        var dimensions: [RevenueDimension] = []
+        for dimension in groupBy where dimension != .currency && !dimensions.contains(dimension) {
+            dimensions.append(dimension)
+        }
         dimensions.append(.currency)
         let columns = dimensions.map(\.column).joined(separator: ", ")
         return try await client.query(
@@ -75,17 +85,27 @@ public struct RevenueReport: Sendable {
                        provider, 0, 0, 1, COALESCE(refunded_value, amount_value)
                 FROM orders, period WHERE refunded_at >= period.starts AND refunded_at < period.ends
             )
-            SELECT ARRAY[\(unescaped: columns)]::text[], sum(granted)::bigint, sum(granted_amount)::bigint,
-                   sum(refunded)::bigint, sum(refunded_amount)::bigint
+            SELECT ARRAY[\(unescaped: columns)]::text[], sum(granted)::bigint, sum(granted_amount)::text,
+                   sum(refunded)::bigint, sum(refunded_amount)::text
             FROM facts GROUP BY \(unescaped: columns) ORDER BY \(unescaped: columns)
             """, logger: logger
         ) { [dimensions] rows in
             var report: [RevenueRow] = []
-            for try await (values, granted, grantedAmount, refunded, refundedAmount)
-                in rows.decode(([String], Int64, Int64, Int64, Int64).self) {
-                let group = Dictionary(uniqueKeysWithValues: zip(dimensions, values))
+            for try await (values, granted, grantedSum, refunded, refundedSum)
+                in rows.decode(([String], Int64, String, Int64, String).self) {
+                guard values.count == dimensions.count, let currency = values.last else {
+                    throw CorruptRow(column: "revenue group", value: values.joined(separator: ","))
+                }
+                var group: [RevenueDimension: String] = [:]
+                for (dimension, value) in zip(dimensions, values) where groupBy.contains(dimension) {
+                    group[dimension] = value
+                }
+                // Summed as numeric, so a sum past Int64 is an answer to refuse, not a database error or a trap.
+                guard let grantedAmount = Int64(grantedSum), let refundedAmount = Int64(refundedSum) else {
+                    throw FinanceError.amountOutOfRange(currency: currency)
+                }
                 report.append(RevenueRow(
-                    group: group.filter { groupBy.contains($0.key) }, currency: group[.currency]!, grantedCount: granted,
+                    group: group, currency: currency, grantedCount: granted,
                     grantedAmount: grantedAmount, refundedCount: refunded, refundedAmount: refundedAmount))
             }
             return report
