@@ -21,14 +21,19 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
+        // Bounded above too: a Duration of Int.max seconds traps when the clock adds it to now.
+        guard databaseDeadline <= 86_400 else { throw ValidationError("--database-deadline must be at most 86400 seconds") }
+        guard (0...31_536_000).contains(sealInterval) else { throw ValidationError("--seal-interval must be 0 to 31536000 seconds") }
+        guard poolSize >= 1 else { throw ValidationError("--pool-size must be at least 1") }
+        if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var serverLimits: ServerLimitOptions
 
     func run() async throws {
         CommandLogging.bootstrap(defaultLevel: .info)
         let logger = Logger(label: "ledger")
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
-    @OptionGroup var serverLimits: ServerLimitOptions
         let (resolved, startedEmbedded) = try Database.resolve(url: database.url, poolSize: poolSize)
         defer {
             if startedEmbedded {
