@@ -4,6 +4,7 @@ import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
+import PostgresNIO
 import Testing
 
 /// Malformed requests, each with the documented status and code; none may write anything.
@@ -17,6 +18,9 @@ struct BadInputCatalogTests {
         var token: String? = "all"
         var status: HTTPResponse.Status = .badRequest
         var code = "invalid_request"
+        /// The `details.field` the refusal must name, when the case is about one field (so that an earlier refusal
+        /// of something else cannot pass for it).
+        var field: String?
         var description: String { name }
     }
 
@@ -84,7 +88,16 @@ struct BadInputCatalogTests {
             let id = UUID().uuidString
             return "{\"events\":[\(event(data: goodData, eventId: "\"\(id)\"")),\(event("payment.queued", data: "{}", eventId: "\"\(id)\""))]}"
         }()),
-        BadRequest(name: "expectedVersion negative", body: #"{"expectedVersion":-1,"events":[]}"#),
+        // A valid batch, so the only thing wrong is expectedVersion (an empty batch would be refused first).
+        BadRequest(name: "expectedVersion negative", body: "{\"expectedVersion\":-1,\"events\":[\(event(data: goodData))]}",
+                   field: "expectedVersion"),
+        BadRequest(name: "expectedVersion past Int32", body: "{\"expectedVersion\":2147483648,\"events\":[\(event(data: goodData))]}",
+                   field: "expectedVersion"),
+        BadRequest(name: "expectedVersion past Int64", body: "{\"expectedVersion\":9223372036854775808,\"events\":[\(event(data: goodData))]}",
+                   field: "expectedVersion"),
+        BadRequest(name: "expectedVersion negative on one event",
+                   body: "{\"eventId\":\"\(UUID().uuidString)\",\"type\":\"order.created\",\"data\":\(goodData),\"expectedVersion\":-1}",
+                   field: "expectedVersion"),
         BadRequest(name: "10 MB body", body: "{\"pad\":\"\(String(repeating: "x", count: 10 * 1024 * 1024))\"}",
                    status: .contentTooLarge, code: "payload_too_large"),
         BadRequest(name: "text/plain", body: event(data: goodData), contentType: "text/plain", status: .unsupportedMediaType, code: "unsupported_media_type"),
@@ -104,10 +117,137 @@ struct BadInputCatalogTests {
                     .post, "/v1/orders/\(bad.orderId)/events", token: bad.token, body: bad.body, contentType: bad.contentType)
                 #expect(answer.status == bad.status, "\(bad): \(answer.status) \(answer.bodyText.prefix(300))")
                 #expect(answer.errorCode == bad.code, "\(bad): \(answer.bodyText.prefix(300))")
+                if let field = bad.field {
+                    #expect(answer.json["error"]?["details"]?["field"] == .string(field), "\(bad): \(answer.bodyText.prefix(300))")
+                }
             }
             for table in ["events", "streams", "orders", "order_transactions"] {
                 #expect(try await api.ledger.store.count(table) == 0, "\(table) must stay empty")
             }
         }
     }
+
+    // MARK: Hostile text that reaches SQL
+
+    /// Text built to break a query assembled by concatenation: quotes, a statement terminator, comments, dollar
+    /// quoting, a bind placeholder, LIKE wildcards, backslashes, and Unicode that normalisation would change
+    /// (a decomposed é next to a precomposed one), a right-to-left override, an emoji, a tab and a newline.
+    static let hostile = "o'); DROP TABLE events;-- \\' \" $$ $1 %_ \\x27 E'\\\\' /* */ e\u{301} \u{E9} \u{202E}rtl 🙂\t\n"
+    /// The same without control characters, for `code` (printable, at most 64 characters).
+    static let hostileCode = "x'); DROP TABLE orders;-- \\ \" $$ %_ e\u{301} \u{E9} \u{202E}"
+    /// The id alphabet is `[A-Za-z0-9._:-]`: of the hostile characters only comments (`--`), casts (`::`) and the
+    /// LIKE wildcard `_` fit, so the ids use those.
+    static let orderId = "o--1::regclass._"
+
+    /// The injections in the catalog are refused by input rules before any SQL runs. These are valid, so they
+    /// reach SQL — in event data, in path ids and in query parameters — and must come back byte for byte, with
+    /// every table still there.
+    @Test func hostileTextInValidFieldsReachesSQLAndComesBackByteForByte() async throws {
+        try await API.run { api in
+            var lifecycle = Lifecycle()
+            lifecycle.accountId = "a--1::text"
+            lifecycle.productId = "p_--.:"
+            lifecycle.transactionId = "t--1::" + lifecycle.transactionId
+            let items: JSONValue = .object([Self.hostile: .string(Self.hostile), "nested": .object(["$$": .string("%_'")])])
+            let events: [Submission] = [
+                lifecycle.created,
+                lifecycle.submission("payment.queued", ["applicationUsername": .string(Self.hostile)]),
+                lifecycle.receipt,
+                lifecycle.submission("verification.failed", [
+                    "code": .string(Self.hostileCode), "retryable": true, "message": .string(Self.hostile),
+                ]),
+                lifecycle.verified,
+                lifecycle.submission("order.granted", [
+                    "transactionId": .string(lifecycle.transactionId), "accountId": .string(lifecycle.accountId), "items": items,
+                ]),
+                lifecycle.submission("order.refunded", ["transactionId": .string(lifecycle.transactionId), "reason": .string(Self.hostile)]),
+            ]
+            for event in events {
+                let answer = try await api.post(Self.orderId, event)
+                #expect(answer.status == .created, "\(event.type): \(answer.bodyText.prefix(300))")
+            }
+
+            // Through the API: history and the order, compared as bytes (String == would forgive normalisation).
+            let history = try await api.get("/v1/orders/\(Self.orderId)/history")
+            #expect(history.status == .ok, "\(history.bodyText.prefix(300))")
+            let data = history.json["events"]?.elements.map { $0["data"] ?? .null } ?? []
+            #expect(data.count == events.count)
+            #expect(utf8(data.dropFirst(1).first?["applicationUsername"]) == Array(Self.hostile.utf8))
+            #expect(utf8(data.dropFirst(3).first?["message"]) == Array(Self.hostile.utf8))
+            #expect(utf8(data.dropFirst(3).first?["code"]) == Array(Self.hostileCode.utf8))
+            #expect(utf8(data.dropFirst(5).first?["items"]?[Self.hostile]) == Array(Self.hostile.utf8))
+            #expect(data.dropFirst(5).first?["items"] == items)
+            #expect(utf8(data.dropFirst(6).first?["reason"]) == Array(Self.hostile.utf8))
+            let order = try await api.get("/v1/orders/\(Self.orderId)")
+            #expect(order.status == .ok && order.json["state"] == "refunded", "\(order.bodyText.prefix(300))")
+            #expect(utf8(order.json["lastErrorCode"]) == Array(Self.hostileCode.utf8))
+            #expect(order.json["accountId"] == .string(lifecycle.accountId) && order.json["productId"] == .string(lifecycle.productId))
+
+            // Straight from the tables, as PostgreSQL holds them.
+            let client = api.ledger.client
+            var stored: [String: [UInt8]] = [:]
+            let rows = try await client.query(
+                """
+                SELECT type, coalesce(data->>'applicationUsername', data->>'message', data->>'reason',
+                                      data->'items'->>\(Self.hostile), '')
+                FROM events WHERE order_id = \(Self.orderId) ORDER BY version
+                """)
+            for try await (type, text) in rows.decode((String, String).self) { stored[type] = Array(text.utf8) }
+            for type in ["payment.queued", "verification.failed", "order.granted", "order.refunded"] {
+                #expect(stored[type] == Array(Self.hostile.utf8), "\(type) as stored")
+            }
+            var projected = 0
+            for try await (code, account) in try await client.query(
+                "SELECT last_error_code, account_id FROM orders WHERE order_id = \(Self.orderId)").decode((String, String).self) {
+                #expect(Array(code.utf8) == Array(Self.hostileCode.utf8))
+                #expect(account == lifecycle.accountId)
+                projected += 1
+            }
+            #expect(projected == 1)
+
+            // Query parameters and path ids reach SQL as binds: a hostile one matches nothing and breaks nothing.
+            let encoded = Self.hostile.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let widened = "' OR '1'='1".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let probes: [(uri: String, status: HTTPResponse.Status)] = [
+                ("/v1/orders?accountId=\(encoded)", .ok),
+                ("/v1/orders?accountId=\(widened)", .ok),
+                ("/v1/orders?accountId=\(lifecycle.accountId)\(widened)", .ok),
+                ("/v1/orders?cursor=\(encoded)&accountId=nobody", .ok),
+                ("/v1/orders?cursor=\(widened)&accountId=nobody", .ok),
+                ("/v1/orders/\(encoded)", .notFound),
+                ("/v1/orders/\(encoded)/history", .notFound),
+                ("/v1/transactions/\(encoded)", .notFound),
+                ("/v1/transactions/\(widened)", .notFound),
+                ("/v1/reports/revenue?from=2026-11-01&to=2026-11-30&timezone=\(encoded)", .badRequest),
+                ("/v1/reports/revenue?from=2026-11-01&to=2026-11-30&timezone=UTC\(widened)", .badRequest),
+            ]
+            for (uri, status) in probes {
+                let answer = try await api.get(uri)
+                #expect(answer.status == status, "\(uri): \(answer.bodyText.prefix(300))")
+                if uri.contains("accountId=") {
+                    #expect(answer.json["orders"]?.elements.isEmpty == true, "a hostile accountId matches no order: \(uri)")
+                }
+            }
+            let exact = try await api.get("/v1/orders?accountId=\(lifecycle.accountId)")
+            #expect(exact.json["orders"]?.elements.map { $0["orderId"] } == [.string(Self.orderId)])
+            let pastHostileCursor = try await api.get("/v1/orders?cursor=\(encoded)&limit=500")
+            #expect(pastHostileCursor.status == .ok, "\(pastHostileCursor.bodyText.prefix(300))")
+
+            // Every table is still there, holding what was written.
+            for table in ["events", "streams", "orders", "order_transactions", "refusals", "api_tokens", "ledger_digests"] {
+                var exists = false
+                for try await found in try await client.query("SELECT to_regclass(\(table)) IS NOT NULL").decode(Bool.self) {
+                    exists = found
+                }
+                #expect(exists, "\(table) still exists")
+            }
+            #expect(try await api.ledger.store.count("events") == events.count)
+            #expect(try await api.ledger.store.count("orders") == 1)
+        }
+    }
+}
+
+/// A JSON string's UTF-8 bytes; nil for anything else.
+private func utf8(_ value: JSONValue?) -> [UInt8]? {
+    if case .string(let text)? = value { Array(text.utf8) } else { nil }
 }
