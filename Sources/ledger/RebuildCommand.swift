@@ -30,6 +30,12 @@ final class ProgressMeter: @unchecked Sendable {
     private var lastPrinted: Duration = .zero
 
     func show(_ progress: ProjectionRebuild.Progress) {
+        if case .catchingUp(let orders) = progress.phase {
+            // Said always: from here until the swap commits, appends wait.
+            let line = "catching up \(orders) orders appended to meanwhile; writers wait, readers go on, until the swap"
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+            return
+        }
         let done = progress.events >= progress.totalEvents
         guard isTerminal || done || progress.elapsed - lastPrinted >= .seconds(5) else { return }
         lastPrinted = progress.elapsed

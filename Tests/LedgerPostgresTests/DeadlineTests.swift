@@ -9,12 +9,14 @@ import Testing
 @Suite("Database: deadlines")
 struct DeadlineTests {
     @Test func workStuckOnItsConnectionEndsAtTheDeadlineAndItsConnectionIsClosed() async throws {
-        try await TestDatabase.withClient(poolSize: 2) { client in
-            // The test holds an advisory lock on one connection; the work, on the other, waits for it: a query whose
+        // Three connections: the lock holder's, the stuck work's (its lease may never end: see `withConnection(within:)`),
+        // and the one that shows work goes on.
+        try await TestDatabase.withClient(poolSize: 3) { client in
+            // The test holds an advisory lock on one connection; the work, on another, waits for it: a query whose
             // answer cannot come until the test lets it (PostgresNIO queries ignore cancellation).
             try await client.withConnection { holder in
                 try await holder.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
-                try await client.query("SELECT 1")  // the pool's second connection is open before the deadline starts
+                try await client.query("SELECT 1")  // a second connection is open and idle before the deadline starts
                 let onItsConnection = StartedFlag()
                 let started = ContinuousClock.now
                 await #expect(throws: DatabaseTimeout.self) {

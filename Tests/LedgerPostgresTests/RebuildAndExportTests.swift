@@ -7,29 +7,93 @@ import Testing
 
 @Suite("Audit: rebuilding projections and exporting the log")
 struct RebuildAndExportTests {
-    @Test func rebuildWhileWritersAppendLeavesProjectionsEqualToTheFoldAndFailsNoRequest() async throws {
+    /// Appends land while the first rebuild is mid-way, for certain: its progress callback, after the first page,
+    /// refunds every order (those the page folded are stale from then on: only the catch-up can fold them again) and
+    /// creates orders whose ids sort before the pages' cursor (no page will read them). Writers in the background
+    /// append throughout, swaps included, and none of their requests may fail.
+    @Test func rebuildWhileWritersAppendCatchesUpAndLeavesProjectionsEqualToTheFold() async throws {
         try await TestDatabase.withClient { client in
             let ledger = Ledger(client: client)
-            try await recordHappyOrders(40, prefix: "before", on: ledger)
+            let before = try await recordHappyOrders(40, prefix: "before", on: ledger)
             let writers = Task {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for writer in 0..<4 {
-                        group.addTask { try await recordHappyOrders(10, prefix: "during-\(writer)", on: ledger) }
+                        group.addTask { _ = try await recordHappyOrders(10, prefix: "during-\(writer)", on: ledger) }
                     }
                     try await group.waitForAll()
                 }
             }
-            var rebuilds: [ProjectionRebuild.Result] = []
-            for _ in 0..<3 {  // several swaps while the writers run
-                rebuilds.append(try await ProjectionRebuild(client: client).run(pageSize: 50))
+            var appendedMidway = 0
+            let first = try await ProjectionRebuild(client: client).run(pageSize: 50) { progress in
+                guard progress.phase == .folding, appendedMidway == 0 else { return }
+                #expect(progress.events == 50 && progress.events < progress.totalEvents, "the rebuild is mid-way")
+                for orderId in before { try await refund(orderId, on: ledger) }
+                appendedMidway = before.count + (try await recordHappyOrders(3, prefix: "a-late", on: ledger)).count
+            }
+            #expect(appendedMidway == 43, "appends overlapped the rebuild")
+            // The first page folded 8 whole orders ("before-0", "before-1", "before-10" … "before-15"), refunded
+            // since; and 3 orders were created behind the cursor. More if the background writers were behind it.
+            #expect(first.caughtUp >= 11, "the catch-up folded again what moved during the rebuild")
+            // Nothing writes to these orders any more: what the first swap put in place is what is read.
+            for orderId in before + ["a-late-0"] {
+                let state = try await ledger.order(orderId)?.state
+                #expect(state == (orderId.hasPrefix("a-late") ? .finished : .refunded), "after the first swap: \(orderId)")
+            }
+            for _ in 0..<2 {  // more swaps while the writers run
+                _ = try await ProjectionRebuild(client: client).run(pageSize: 50)
             }
             try await writers.value  // no writer request failed
             let report = try await LedgerVerifier(client: client).verify()
-            #expect(report.drift.isEmpty, "\(report.drift.prefix(5))")
-            #expect(report.ordersChecked == 80)
-            #expect(rebuilds.allSatisfy { $0.events >= 240 })
+            #expect(report.drift.isEmpty, "the projections equal the fold of every event: \(report.drift.prefix(5))")
+            #expect(report.ordersChecked == 83)
+            for orderId in before { #expect(try await ledger.order(orderId)?.state == .refunded, "\(orderId)") }
+            #expect(try await ledger.order("a-late-2")?.state == .finished)
             #expect(try await ledger.order("during-3-9")?.state == .finished)
             #expect(try await ledger.transaction(try #require(ledger.order("during-0-0")?.transactionId)) != nil)
+        }
+    }
+
+    /// While the rebuild catches up, the live tables are locked against writers only: a read is answered at once
+    /// (from the old tables), an append waits until the swap commits.
+    @Test func readersGoOnButWritersWaitWhileTheRebuildCatchesUp() async throws {
+        try await TestDatabase.withClient { client in
+            let ledger = Ledger(client: client)
+            _ = try await recordHappyOrders(3, on: ledger)
+            var sawCatchUp = false
+            let result = try await ProjectionRebuild(client: client).run(pageSize: 6) { progress in
+                switch progress.phase {
+                case .folding where progress.events == 12:
+                    // order-0's fold was written with the second page (an order is done when the next one starts),
+                    // and the pages have moved past it: only the catch-up can fold this refund in.
+                    try await refund("order-0", on: ledger)
+                case .catchingUp(let orders):
+                    sawCatchUp = true
+                    #expect(orders == 1)
+                    // Blocked readers would wait for this very callback: the deadline turns that into a failure.
+                    let read = try await Deadline.$request.withValue(.seconds(5)) { try await ledger.order("order-0") }
+                    #expect(read?.state == .refunded, "read from the live tables, not the half-caught-up ones")
+                    await #expect(throws: DatabaseTimeout.self, "an append waits for the swap") {
+                        try await Deadline.$request.withValue(.seconds(1)) { try await refund("order-1", on: ledger) }
+                    }
+                    let streamsLocked = try await client.query(
+                        """
+                        SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND relation = 'streams'::regclass
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                        AND mode = 'ExclusiveLock' AND granted
+                        """, logger: .init(label: "test")) { rows in
+                        for try await count in rows.decode(Int.self) { return count }
+                        return 0
+                    }
+                    #expect(streamsLocked == 1, "appends are stopped at their first step, the stream upsert")
+                case .folding:
+                    break
+                }
+            }
+            #expect(sawCatchUp)
+            #expect(result.caughtUp == 1)
+            #expect(try await LedgerVerifier(client: client).verify().drift.isEmpty)
+            #expect(try await ledger.order("order-0")?.state == .refunded)
+            #expect(try await ledger.order("order-1")?.state == .finished, "the abandoned append was rolled back")
         }
     }
 
@@ -85,6 +149,15 @@ struct RebuildAndExportTests {
             #expect(try await EventExport(format: .jsonl, from: .time(future)).run(log) { _ in } == 0)
         }
     }
+}
+
+/// Refunds a happy-path order (the order's own transaction, as recorded).
+func refund(_ orderId: String, on ledger: Ledger) async throws {
+    let transactionId = try #require(try await ledger.order(orderId)?.transactionId)
+    var lifecycle = Lifecycle()
+    lifecycle.transactionId = transactionId
+    _ = try await ledger.record(
+        orderId: orderId, events: [lifecycle.refunded], metadata: EventMetadata(actor: "test-suite", requestId: nil))
 }
 
 /// One exported line, read back the way an auditor's script would.
