@@ -98,6 +98,16 @@ struct BadInputCatalogTests {
         BadRequest(name: "expectedVersion negative on one event",
                    body: "{\"eventId\":\"\(UUID().uuidString)\",\"type\":\"order.created\",\"data\":\(goodData),\"expectedVersion\":-1}",
                    field: "expectedVersion"),
+        // Four-digit years that leave 0000–9999 once in UTC: stored as text they could never be parsed again.
+        BadRequest(name: "purchasedAt in year -1 once in UTC", body: event("receipt.verified", data: """
+            {"transactionId":"t-1","productId":"p-1","environment":"production","purchasedAt":"0000-01-01T00:00:00+23:59"}
+            """), field: "data.purchasedAt"),
+        BadRequest(name: "purchasedAt in year 10000 once in UTC", body: event("receipt.verified", data: """
+            {"transactionId":"t-1","productId":"p-1","environment":"production","purchasedAt":"9999-12-31T23:59:59-00:01"}
+            """), field: "data.purchasedAt"),
+        BadRequest(name: "occurredAt in year -1 once in UTC",
+                   body: "{\"eventId\":\"\(UUID().uuidString)\",\"type\":\"order.created\",\"data\":\(goodData),\"occurredAt\":\"0000-01-01T00:00:00+00:01\"}",
+                   field: "occurredAt"),
         BadRequest(name: "10 MB body", body: "{\"pad\":\"\(String(repeating: "x", count: 10 * 1024 * 1024))\"}",
                    status: .contentTooLarge, code: "payload_too_large"),
         BadRequest(name: "text/plain", body: event(data: goodData), contentType: "text/plain", status: .unsupportedMediaType, code: "unsupported_media_type"),
