@@ -63,6 +63,9 @@ public struct Reconciliation: Sendable {
     ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {
         try Self.checkPeriod(from: from, to: to)
         return try await client.withConnection { connection in
+            // No statement limit for this session while it reconciles: the comparison streams every row of a file of
+            // any size (serve's sessions otherwise end a statement at 10 s; see ServerLimits). RESET restores it.
+            try await connection.query("SET statement_timeout = 0", logger: logger)
             try await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
             try await connection.query(
                 """
@@ -73,9 +76,11 @@ public struct Reconciliation: Sendable {
                 try await load(chunks, on: connection)
                 let summary = try await compare(provider: provider, from: from, to: to, on: connection, emit: emit)
                 try await connection.query("DROP TABLE pg_temp.provider_lines", logger: logger)
+                try await connection.query("RESET statement_timeout", logger: logger)
                 return summary
             } catch {
                 _ = try? await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
+                _ = try? await connection.query("RESET statement_timeout", logger: logger)
                 throw error
             }
         }
