@@ -10,6 +10,11 @@ struct RebuildCommand: AsyncParsableCommand {
     @Option(name: .customLong("page-size"), help: "Events read per page.") var pageSize = 10_000
     @OptionGroup var database: DatabaseOptions
 
+    func validate() throws {
+        // 0 would read empty pages forever; past a million, one page no longer fits the promise of flat memory.
+        guard (1...1_000_000).contains(pageSize) else { throw ValidationError("--page-size must be 1 to 1000000") }
+    }
+
     func run() async throws {
         let pageSize = pageSize
         let result = try await database.withMigratedClient { client in
