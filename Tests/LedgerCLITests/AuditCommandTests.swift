@@ -50,9 +50,12 @@ struct AuditCommandTests {
         try await TestDatabase.withURL { url, client in
             try await recordHappyOrders(2, on: Ledger(client: client))
             // Right after recording, before any sealer ran: `ledger digest` seals on demand and covers every event.
-            let digest = try await LedgerBinary.run(["digest"], databaseURL: url)
+            let lastPosition = try await EventStore(client: client).lastPositionInFeedOrder()
+            let digest = try await LedgerBinary.run(["digest"], databaseURL: url) { outcome in
+                PinnedDigest(outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines))?.position == lastPosition
+            }
+            #expect(digest.status == 0, "\(digest.stderr)")
             let pinned = digest.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            let lastPosition = try await EventStore(client: client).lastPosition()
             #expect(PinnedDigest(pinned)?.position == lastPosition, "\(digest.stdout) \(digest.stderr)")
 
             let passed = try await LedgerBinary.run(["verify", "--digest", pinned], databaseURL: url)

@@ -23,6 +23,19 @@ enum LedgerBinary {
         return Outcome(status: status, stdout: try launch.standardOutput(), stderr: try launch.standardError())
     }
 
+    /// Runs the command again until `done` holds for its outcome (or 60 s pass), and returns the last outcome. For
+    /// `ledger seal` and `ledger digest`: sealing stops below the oldest transaction open anywhere in the cluster,
+    /// and the tests running beside this one keep transactions open in their own databases.
+    static func run(
+        _ arguments: [String], databaseURL: String, until done: (Outcome) -> Bool
+    ) async throws -> Outcome {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let outcome = try await run(arguments, databaseURL: databaseURL)
+            if done(outcome) || ContinuousClock.now >= deadline { return outcome }
+        }
+    }
+
     /// A `ledger` process ready to run, its output going to files in a directory of its own.
     struct Launch {
         let process: Process

@@ -57,10 +57,14 @@ struct SameOrderRaceCommandTests {
             print("ledger verify: exit \(verify.status), \(verify.stdout.split(separator: "\n").last ?? "")")
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
             #expect(verify.stdout.hasSuffix("PASSED\n"))
-            let seal = try await LedgerBinary.run(["seal"], databaseURL: url)
+            let lastPosition = try await EventStore(client: client).lastPositionInFeedOrder()
+            let seal = try await LedgerBinary.run(["seal"], databaseURL: url) { outcome in
+                outcome.status != 0
+                    || PinnedDigest(outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines))?.position == lastPosition
+            }
             print("ledger seal: exit \(seal.status), \(seal.stdout)\(seal.stderr)")
             #expect(seal.status == 0, "\(seal.stdout)\(seal.stderr)")
-            #expect(PinnedDigest(seal.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil)
+            #expect(PinnedDigest(seal.stdout.trimmingCharacters(in: .whitespacesAndNewlines))?.position == lastPosition)
         }
     }
 }

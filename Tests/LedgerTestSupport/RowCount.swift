@@ -12,9 +12,12 @@ extension EventStore {
 }
 
 extension EventStore {
-    /// The highest position taken by a stored event (nil: none), whatever the feed's horizon.
-    public func lastPosition() async throws -> Int64? {
-        for try await position in try await client.query("SELECT max(position) FROM events").decode(Int64?.self) {
+    /// The position of the last stored event in feed order (transaction, then position) — the event a digest that
+    /// covers everything ends at — whatever the feed's horizon. Nil: no event.
+    public func lastPositionInFeedOrder() async throws -> Int64? {
+        for try await position in try await client.query(
+            "SELECT position FROM events ORDER BY transaction_xid DESC, position DESC LIMIT 1"
+        ).decode(Int64.self) {
             return position
         }
         return nil

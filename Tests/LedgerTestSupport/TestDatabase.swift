@@ -17,6 +17,7 @@ public enum TestDatabase {
 
     /// Started once per process; every test awaits the same task.
     static let cluster = Task<EmbeddedPostgres, any Error> {
+        removeClustersOfEndedRuns()
         let cluster = EmbeddedPostgres(dataDirectory: dataDirectory)
         if try cluster.start() {
             clusterToStopAtExit = cluster
@@ -40,6 +41,20 @@ public enum TestDatabase {
     }
 
     nonisolated(unsafe) static var clusterToStopAtExit: EmbeddedPostgres?
+
+    /// Stops and removes the clusters of test runs that ended without cleaning up (killed, or crashed): a directory
+    /// `/tmp/orderledger-test-<uid>-<pid>` whose process is gone.
+    static func removeClustersOfEndedRuns() {
+        guard ProcessInfo.processInfo.environment["LEDGER_TEST_DATA_DIR"] == nil else { return }
+        let prefix = "orderledger-test-\(geteuid())-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
+        for name in names where name.hasPrefix(prefix) {
+            guard let pid = pid_t(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent(name)
+            try? EmbeddedPostgres(dataDirectory: directory).stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
 
     /// Runs `body` against a fresh, migrated database of its own, as its owner; drops it afterwards.
     public static func withClient<T: Sendable>(

@@ -39,7 +39,7 @@ extension OrderRows {
                    app_account_token, state, version, transaction_id, flags, verification_attempts, last_error_code,
                    refunded_value, refunded_currency, created_at, updated_at, granted_at, finished_at, refunded_at)
             """, logger: logger)
-        let bound = orders.filter { $0.transactionId != nil }
+        let bound = orders.compactMap { order in order.transactionId.map { (transactionId: $0, order: order) } }
         guard !bound.isEmpty else { return }
         try await connection.query(
             """
@@ -47,9 +47,9 @@ extension OrderRows {
             SELECT t.transaction_id, t.order_id, t.account_id, NULLIF(t.granted_at, '')::timestamptz,
                    NULLIF(t.finished_at, '')::timestamptz, NULLIF(t.refunded_at, '')::timestamptz
             FROM unnest(
-                \(bound.map { $0.transactionId! })::text[], \(bound.map(\.orderId))::text[], \(bound.map(\.accountId))::text[],
-                \(time(bound.map(\.grantedAt)))::text[], \(time(bound.map(\.finishedAt)))::text[],
-                \(time(bound.map(\.refundedAt)))::text[]
+                \(bound.map(\.transactionId))::text[], \(bound.map(\.order.orderId))::text[],
+                \(bound.map(\.order.accountId))::text[], \(time(bound.map(\.order.grantedAt)))::text[],
+                \(time(bound.map(\.order.finishedAt)))::text[], \(time(bound.map(\.order.refundedAt)))::text[]
             ) AS t(transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)
             """, logger: logger)
     }

@@ -14,7 +14,7 @@ public enum Scope: String, Sendable, Hashable, CaseIterable, Comparable {
     case financeRead = "finance:read"
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)  // every case is in allCases
     }
 }
 
