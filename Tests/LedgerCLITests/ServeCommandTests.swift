@@ -102,9 +102,11 @@ final class RunningServer: Sendable {
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
+    /// Sends SIGTERM and returns: `serve` ends by itself. Not `waitUntilExit`, which on Linux spins the calling
+    /// thread's run loop — a thread of the two-thread cooperative pool on this machine, which every other test needs.
+    /// (Dropping the test's database afterwards ends the server's connections in any case.)
     func stop() {
         launch.process.terminate()
-        launch.process.waitUntilExit()
         try? FileManager.default.removeItem(at: launch.directory)
     }
 }
