@@ -60,6 +60,9 @@ struct RaceAPITests {
             #expect(grants.filter { $0.status == .created }.count == 1)
             #expect(grants.allSatisfy { $0.status == .created || $0.status == .conflict })
             #expect(try await api.ledger.store.count("orders WHERE state = 'granted'") == 1)
+            // What `ledger verify` checks: every order's chain and every projection, after both races.
+            let report = try await LedgerVerifier(client: api.ledger.client).verify()
+            #expect(report.passed, "\(report.brokenEvents.prefix(3)) \(report.drift.prefix(3))")
         }
     }
 
