@@ -70,7 +70,8 @@ struct RebuildAndExportTests {
                     sawCatchUp = true
                     #expect(orders == 1)
                     // Blocked readers would wait for this very callback: the deadline turns that into a failure.
-                    let read = try await Deadline.$request.withValue(.seconds(5)) { try await ledger.order("order-0") }
+                    // (30 s: a blocked read never ends, and a busy machine running the whole suite needs room.)
+                    let read = try await Deadline.$request.withValue(.seconds(30)) { try await ledger.order("order-0") }
                     #expect(read?.state == .refunded, "read from the live tables, not the half-caught-up ones")
                     await #expect(throws: DatabaseTimeout.self, "an append waits for the swap") {
                         try await Deadline.$request.withValue(.seconds(1)) { try await refund("order-1", on: ledger) }
