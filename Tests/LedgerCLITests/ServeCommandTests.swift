@@ -68,7 +68,10 @@ final class RunningServer: Sendable {
 
     static func start(databaseURL: String, environment: [String: String] = [:]) async throws -> RunningServer {
         let launch = try LedgerBinary.prepare(
-            ["serve", "--port", "0", "--seal-interval", "0"], databaseURL: databaseURL, environment: environment)
+            // A database deadline of 60 s, not serve's 5 s: these tests are about what serve does, on a machine busy
+            // with the whole suite; the deadline has tests of its own.
+            ["serve", "--port", "0", "--seal-interval", "0", "--database-deadline", "60"],
+            databaseURL: databaseURL, environment: environment)
         try launch.process.run()
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline, launch.process.isRunning {
