@@ -23,13 +23,13 @@ enum LedgerBinary {
         return Outcome(status: status, stdout: try launch.standardOutput(), stderr: try launch.standardError())
     }
 
-    /// Runs the command again until `done` holds for its outcome (or 60 s pass), and returns the last outcome. For
+    /// Runs the command again until `done` holds for its outcome (or 120 s pass), and returns the last outcome. For
     /// `ledger seal` and `ledger digest`: sealing stops below the oldest transaction open anywhere in the cluster,
     /// and the tests running beside this one keep transactions open in their own databases.
     static func run(
         _ arguments: [String], databaseURL: String, until done: (Outcome) -> Bool
     ) async throws -> Outcome {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(120)
         while true {
             let outcome = try await run(arguments, databaseURL: databaseURL)
             if done(outcome) || ContinuousClock.now >= deadline { return outcome }

@@ -156,10 +156,10 @@ struct AuditVerifyTests {
         try await tamper(client, statements)
     }
 
-    /// Seals until sealing reaches the broken event and refuses it (or 60 s pass): sealing stops below the oldest
+    /// Seals until sealing reaches the broken event and refuses it (or 120 s pass): sealing stops below the oldest
     /// transaction open anywhere in the cluster, and the other tests keep transactions open in their own databases.
     func sealUntilRefused(_ client: PostgresClient) async throws -> SealRefused? {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             do {
                 _ = try await LedgerDigests(client: client).sealNow()

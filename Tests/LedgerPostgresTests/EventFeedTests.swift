@@ -25,7 +25,7 @@ struct EventFeedTests {
     static func drain(_ store: EventStore, from cursor: inout Int64?, expecting count: Int, pageSize: Int = 3)
         async throws -> [StoredEvent]
     {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         var seen = try await drain(store, from: &cursor, pageSize: pageSize)
         while seen.count < count, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))

@@ -28,11 +28,11 @@ public func tamper(_ client: PostgresClient, _ statements: [PostgresQuery]) asyn
     }
 }
 
-/// Seals until the digest covers `events` events (or 30 s pass). Sealing stops below the oldest transaction open
+/// Seals until the digest covers `events` events (or 120 s pass). Sealing stops below the oldest transaction open
 /// anywhere in the cluster, and the other tests keep transactions open in their own databases.
 public func sealUntil(_ events: Int64, _ client: PostgresClient) async throws -> DigestCheckpoint? {
     let digests = LedgerDigests(client: client)
-    let deadline = ContinuousClock.now + .seconds(30)
+    let deadline = ContinuousClock.now + .seconds(120)
     while true {
         var latest = try await digests.seal()
         if latest == nil { latest = try await digests.latest() }
