@@ -37,6 +37,7 @@ let package = Package(
                 .embedInCode("005_finance.sql"),
                 .embedInCode("006_service_role.sql"),
                 .embedInCode("007_stream_head.sql"),
+                .embedInCode("008_append_guard.sql"),
             ]
         ),
         .target(

@@ -58,6 +58,9 @@ extension APIError {
             self = .invalidRequest(field: "after", "after=\(position) is not the position of a stored event")
         case .emptyAppend:
             self = .invalidRequest(field: "events", "events must hold at least one event")
+        case .contended(let orderId):
+            self.init(.serviceUnavailable, "contended", "order \(orderId) is being written by many requests at once; retry shortly",
+                      details: ["orderId": .string(orderId)], headers: [.retryAfter: "1"])
         }
     }
 

@@ -6,10 +6,10 @@ import PostgresNIO
 /// The order ledger: records events through the domain's rules and answers what happened. The one entry point
 /// the HTTP API and the CLI share.
 ///
-/// Recording runs in the event store's append transaction: the stream is locked, idempotent retries are answered
-/// first (a retry of an accepted event gets the original result even if the order has moved on), then the domain
-/// decides each event against the order's projection, and the new projection rows are written before the events.
-/// A refusal throws a `Refusal` and nothing is written.
+/// Recording is the event store's append: one read of the stream and the order's projection, idempotent retries
+/// answered first (a retry of an accepted event gets the original result even if the order has moved on), then the
+/// domain decides each event against the order as read, and one write stores the events with the new projection
+/// rows. A refusal throws a `Refusal` and nothing is written.
 public struct Ledger: Sendable {
     public let store: EventStore
     let rows: OrderRows
@@ -34,12 +34,13 @@ public struct Ledger: Sendable {
                 eventId: submission.eventId, type: event.type.rawValue, data: event.data, metadata: metadata.json,
                 occurredAt: submission.occurredAt)
         }
-        let rows = self.rows
         let append: AppendResult, order: Order?
         do {
-            (append, order) = try await store.append(to: orderId, expectedVersion: expectedVersion, events: newEvents) {
-                context, _ in
-                try await rows.decideAndProject(events, in: context)
+            (append, order) = try await store.append(
+                to: orderId, expectedVersion: expectedVersion, events: newEvents,
+                transactionIds: events.compactMap(\.transactionId)
+            ) { snapshot in
+                try OrderRows.decide(events, after: snapshot)
             }
         } catch let refusal as RefusedEvent {
             // Evidence first: if the log cannot be written, the caller gets the database error (a 503) and retries,

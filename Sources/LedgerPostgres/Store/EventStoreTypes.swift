@@ -84,6 +84,8 @@ public enum EventStoreError: Error, Sendable, Hashable {
     case unknownPosition(Int64)
     /// An append needs at least one event.
     case emptyAppend
+    /// The append lost the race for the order's stream every time it tried; nothing was written. The caller retries.
+    case contended(orderId: String)
 }
 
 /// Which prefix of an order's stream to read.
@@ -92,11 +94,4 @@ public enum StreamLimit: Sendable, Hashable {
     case version(Int)
     /// Events recorded at or before this moment.
     case recordedAt(Date)
-}
-
-/// The stream lock's `INSERT … RETURNING` answered no row: PostgreSQL broke its own contract; the append is refused
-/// (a 500 for this request, never a trap that ends the service).
-struct StreamLockReturnedNothing: Error, CustomStringConvertible {
-    let orderId: String
-    var description: String { "locking the stream of order \(orderId) returned no row" }
 }
