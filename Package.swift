@@ -38,6 +38,7 @@ let package = Package(
                 .embedInCode("006_service_role.sql"),
                 .embedInCode("007_stream_head.sql"),
                 .embedInCode("008_append_guard.sql"),
+                .embedInCode("009_token_epoch.sql"),
             ]
         ),
         .target(

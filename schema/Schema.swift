@@ -10,5 +10,6 @@ public enum LedgerSchema {
         ("006_service_role.sql", String(decoding: PackageResources._06_service_role_sql, as: UTF8.self)),
         ("007_stream_head.sql", String(decoding: PackageResources._07_stream_head_sql, as: UTF8.self)),
         ("008_append_guard.sql", String(decoding: PackageResources._08_append_guard_sql, as: UTF8.self)),
+        ("009_token_epoch.sql", String(decoding: PackageResources._09_token_epoch_sql, as: UTF8.self)),
     ]
 }

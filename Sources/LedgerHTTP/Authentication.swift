@@ -2,11 +2,12 @@ import Hummingbird
 import LedgerPostgres
 
 /// Requires a bearer token with `scope`: 401 `unauthorized` without a valid one, 403 `forbidden` without the scope.
-/// The token is looked up on every request, so a revocation takes effect on the next one.
+/// Tokens come from the `TokenCache`; a cached one is confirmed by the request's own statements or, failing that,
+/// by a lookup before the answer leaves, so a revocation takes effect on the next request.
 struct RequireScope: RouterMiddleware {
     typealias Context = LedgerRequestContext
     let scope: Scope
-    let tokens: TokenStore
+    let tokens: TokenCache
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.count > 7,
@@ -16,10 +17,28 @@ struct RequireScope: RouterMiddleware {
         }
         let secret = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         // Secrets are short ASCII; anything else cannot be one of ours and is not worth a lookup.
-        guard secret.utf8.count <= 256, let token = try await tokens.authenticate(secret: secret) else {
-            throw APIError(.unauthorized, "unauthorized", "the bearer token is not valid or has been revoked",
-                           headers: [.wwwAuthenticate: "Bearer"])
+        guard secret.utf8.count <= 256, let (token, confirmation) = try await tokens.authenticate(secret: secret) else {
+            throw Self.notValid
         }
+        guard let confirmation else { return try await authorized(token, request, context, next) }
+        // From the cache: whatever the route does, the token is confirmed before its answer (or error) leaves.
+        do {
+            let response = try await TokenConfirmation.$current.withValue(confirmation) {
+                try await authorized(token, request, context, next)
+            }
+            try await confirmation.confirmIfPending()
+            return response
+        } catch is TokenRevoked {
+            throw Self.notValid
+        } catch {
+            do { try await confirmation.confirmIfPending() } catch is TokenRevoked { throw Self.notValid }
+            throw error
+        }
+    }
+
+    private func authorized(
+        _ token: AuthenticatedToken, _ request: Request, _ context: Context, _ next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         guard token.scopes.contains(scope) else {
             throw APIError(.forbidden, "forbidden", "this token lacks the \(scope.rawValue) scope",
                            details: ["scope": .string(scope.rawValue)])
@@ -27,4 +46,7 @@ struct RequireScope: RouterMiddleware {
         context.identity.token.withLock { $0 = token }
         return try await next(request, context)
     }
+
+    private static let notValid = APIError(
+        .unauthorized, "unauthorized", "the bearer token is not valid or has been revoked", headers: [.wwwAuthenticate: "Bearer"])
 }

@@ -21,6 +21,9 @@ extension APIError {
             self.init(storeError: error)
         case let error as HTTPError:
             self.init(httpError: error)
+        case is TokenRevoked:
+            self.init(.unauthorized, "unauthorized", "the bearer token is not valid or has been revoked",
+                      headers: [.wwwAuthenticate: "Bearer"])
         case is NIOTooManyBytesError:  // a body over the limit, cut off while it was being read
             self.init(httpError: HTTPError(.contentTooLarge))
         case let error where Self.isUnstorableText(error):

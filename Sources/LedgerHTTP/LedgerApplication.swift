@@ -16,6 +16,7 @@ public enum LedgerApplication {
         router.add(middleware: ErrorMiddleware())
 
         OperationalRoutes(client: ledger.client, metrics: metrics).register(on: router)
+        let tokens = TokenCache(tokens: tokens)
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         OrderRoutes(ledger: ledger, metrics: metrics).register(writers: writers, readers: readers)

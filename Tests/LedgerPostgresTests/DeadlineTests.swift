@@ -11,7 +11,7 @@ struct DeadlineTests {
     @Test func workStuckOnItsConnectionEndsAtTheDeadlineAndItsConnectionIsClosed() async throws {
         // Three connections: the lock holder's, the stuck work's (its lease may never end: see `withConnection(within:)`),
         // and the one that shows work goes on.
-        try await TestDatabase.withClient(poolSize: 3) { client in
+        try await Self.withAbandonableClient(poolSize: 3) { client in
             // The test holds an advisory lock on one connection; the work, on another, waits for it: a query whose
             // answer cannot come until the test lets it (PostgresNIO queries ignore cancellation).
             try await client.withConnection { holder in
@@ -32,14 +32,28 @@ struct DeadlineTests {
                 // Far below the fail-safe's 60 s, with room for a machine busy with the whole suite.
                 #expect(waited < .seconds(20), "the stuck query held the caller for \(waited)")
                 // The pool replaced the closed connection: work goes on, while the old one is still stuck.
-                let one = try await client.query("SELECT 1", logger: .init(label: "test")) { rows in
-                    for try await value in rows.decode(Int.self) { return value }
+                let one = try await client.withConnection(within: .seconds(30)) { connection in
+                    for try await value in try await connection.query("SELECT 1", logger: .init(label: "test")).decode(Int.self) {
+                        return value
+                    }
                     return 0
                 }
                 #expect(one == 1)
                 try await holder.query("SELECT pg_advisory_unlock(\(Self.stuckLock))", logger: .init(label: "test"))
             }
         }
+    }
+
+    /// A client whose pool is not awaited at the end. A lease stuck on a closed connection (the very thing the test
+    /// makes) can keep the pool's `run()` from ever returning, and a test must end, not hang the suite; every wait in
+    /// the body has a deadline for the same reason. The database is left to the test cluster, removed at exit.
+    static func withAbandonableClient(poolSize: Int, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {
+        let (database, _) = try await TestDatabase.fresh(poolSize: poolSize)
+        let client = PostgresClient(
+            configuration: database.configuration, backgroundLogger: Database.quieterLogger(.init(label: "test")))
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        try await body(client)
     }
 
     @Test func waitingForAConnectionEndsAtTheDeadline() async throws {

@@ -16,4 +16,5 @@ enum SQLStates {
     static let insufficientPrivilege = "42501"
     static let deadlockDetected = "40P01"
     static let serializationFailure = "40001"
+    static let lockNotAvailable = "55P03"
 }

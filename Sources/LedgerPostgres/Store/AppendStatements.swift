@@ -4,8 +4,8 @@ import Logging
 import PostgresNIO
 
 /// Everything an append decides on, read by one statement (one snapshot): the stream's head, the database clock,
-/// which of the new event ids are already stored, the order's projection row and the transaction bindings the new
-/// events name.
+/// which of the new event ids are already stored, the order's projection row, the transaction bindings the new
+/// events name, and the token epoch.
 public struct AppendSnapshot: Sendable {
     public let orderId: String
     /// The stream's version (0: no stream yet) and whether its row exists.
@@ -22,6 +22,8 @@ public struct AppendSnapshot: Sendable {
     public let order: Order?
     /// Who holds each transactionId the new events name.
     public let bindings: [String: TransactionBinding]
+    /// The token epoch (schema/009), which confirms a request's cached token before anything is written.
+    let tokenEpoch: Int64
 }
 
 struct StoredEventId {
@@ -43,7 +45,7 @@ struct AppendStatements {
             """
             SELECT clock_timestamp(), s.version, s.last_hash,
                    stored.ids, stored.orders, stored.versions, stored.positions, stored.same,
-                   bound.ids, bound.orders, bound.granted,
+                   bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),
                    \(unescaped: OrderRows.orderColumnsOf("o"))
             FROM (VALUES (\(orderId))) AS wanted(order_id)
             LEFT JOIN streams s USING (order_id)
@@ -87,7 +89,8 @@ struct AppendStatements {
                 orderId: orderId, version: version ?? 0, streamExists: version != nil,
                 lastHash: try columns[2].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 recordedAt: try columns[0].decode(Date.self), stored: stored,
-                order: try OrderRows.decodeOrder(columns, from: 11), bindings: bindings)
+                order: try OrderRows.decodeOrder(columns, from: 12), bindings: bindings,
+                tokenEpoch: try columns[11].decode(Int64.self))
         }
         throw AppendReadReturnedNothing(orderId: orderId)
     }
@@ -95,6 +98,11 @@ struct AppendStatements {
     /// Writes the events after `snapshot.version`, chained onto its last hash, with the order's new projection rows.
     /// Returns nil when another writer moved the stream since the read (nothing was written). A transaction another
     /// order claimed since the read aborts the statement (schema/008): the caller reads again either way.
+    ///
+    /// The stream row is locked NOWAIT: a row another writer holds (one queued in its transaction) fails the
+    /// statement at once (55P03) instead of waiting. Outside a transaction a statement that waits past the request's
+    /// deadline would still commit when the lock is freed, after the caller was answered 503; the queued path runs
+    /// in a transaction, which an abandoned connection never commits.
     func write(
         _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, on connection: PostgresConnection
     ) async throws -> [AppendedEvent]? {
@@ -104,9 +112,13 @@ struct AppendStatements {
         let transactionId = order?.transactionId
         let rows = try await connection.query(
             """
-            WITH moved AS (
-                UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)
+            WITH head AS (
+                SELECT 1 FROM streams
                 WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
+                FOR UPDATE NOWAIT
+            ), moved AS (
+                UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)
+                WHERE order_id = \(snapshot.orderId) AND EXISTS (SELECT 1 FROM head)
                 RETURNING 1
             ), created AS (
                 INSERT INTO streams (order_id, version, last_hash)

@@ -24,19 +24,28 @@ extension EventStore {
     public func readPage(
         _ orderId: String, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
     ) async throws -> [StoredEvent] {
+        // The token epoch rides along (schema/009): a page that has rows confirms the request's cached token.
         let query: PostgresQuery = if let asOf {
             """
-            SELECT \(unescaped: Self.columns) FROM events
+            SELECT \(unescaped: Self.columns), (SELECT epoch FROM api_token_epoch) FROM events
             WHERE order_id = \(orderId) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
             ORDER BY version LIMIT \(limit)
             """
         } else {
             """
-            SELECT \(unescaped: Self.columns) FROM events
+            SELECT \(unescaped: Self.columns), (SELECT epoch FROM api_token_epoch) FROM events
             WHERE order_id = \(orderId) AND version > \(version) ORDER BY version LIMIT \(limit)
             """
         }
-        return try await Self.decode(try await connection.query(query, logger: logger))
+        var events: [StoredEvent] = []
+        var epoch: Int64?
+        for try await row in try await connection.query(query, logger: logger) {
+            let columns = row.makeRandomAccess()
+            events.append(try Self.decode(columns))
+            epoch = try columns[Self.columnCount].decode(Int64.self)
+        }
+        if let epoch { try await TokenConfirmation.confirm(epoch: epoch) }
+        return events
     }
 
     /// Calls `body` with each of an order's events up to and including version `through` (only those recorded by
@@ -119,9 +128,19 @@ extension EventStore {
         return events
     }
 
+    static let columnCount = 9
+
     static func decode(_ row: PostgresRow) throws -> StoredEvent {
-        let (position, orderId, version, eventId, type, data, metadata, occurredAt, recordedAt) = try row.decode(
-            (Int64, String, Int, UUID, String, String, String, Date?, Date).self)
+        try decode(row.makeRandomAccess())
+    }
+
+    /// The event in the first `columnCount` columns (a statement may add its own after them).
+    static func decode(_ columns: PostgresRandomAccessRow) throws -> StoredEvent {
+        let position = try columns[0].decode(Int64.self), orderId = try columns[1].decode(String.self)
+        let version = try columns[2].decode(Int.self), eventId = try columns[3].decode(UUID.self)
+        let type = try columns[4].decode(String.self), data = try columns[5].decode(String.self)
+        let metadata = try columns[6].decode(String.self), occurredAt = try columns[7].decode(Date?.self)
+        let recordedAt = try columns[8].decode(Date.self)
         return StoredEvent(
             position: position, orderId: orderId, version: version, eventId: eventId, type: type,
             data: try JSONValue(parsing: Array(data.utf8)), metadata: try JSONValue(parsing: Array(metadata.utf8)),

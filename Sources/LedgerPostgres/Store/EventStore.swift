@@ -7,7 +7,8 @@ import PostgresNIO
 ///
 /// An append is two statements on one connection, no transaction (AppendStatements.swift):
 /// 1. **read**, one snapshot: the stream's version and last hash, the database clock, which of the event ids are
-///    already stored, the order's projection row and the bindings of the transactionIds the events name;
+///    already stored, the order's projection row, the bindings of the transactionIds the events name, and the token
+///    epoch that confirms a cached token (`TokenCache`);
 /// 2. in Swift: a retry whose event ids are all stored with the same content gets the original result (nothing is
 ///    written); then the expected version is checked; then the projection decides (and may refuse);
 /// 3. **write**, one statement: the stream's version bump (guarded by the version read), the events sealed onto the
@@ -42,6 +43,7 @@ public struct EventStore: Sendable {
         let statements = AppendStatements(logger: logger)
         let attempt = { @Sendable (connection: PostgresConnection) async throws -> (AppendResult, Order?)? in
             let snapshot = try await statements.read(orderId, events: events, transactionIds: transactionIds, on: connection)
+            try await TokenConfirmation.confirm(epoch: snapshot.tokenEpoch)
             if let replay = try Self.replay(of: events, in: snapshot) { return (replay, nil) }
             guard expectedVersion.admits(snapshot.version) else {
                 throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: snapshot.version)
@@ -68,7 +70,7 @@ public struct EventStore: Sendable {
                 }
                 if let outcome { return outcome }
                 guard losses < Self.raceRetries else { throw EventStoreError.contended(orderId: orderId) }
-            } catch where losses < Self.raceRetries && Self.isLostRace(error) {
+            } catch where losses < Self.raceRetries && Self.isLostRace(error, queued: losses > 0) {
             } catch {
                 throw underlyingError(error)  // a refusal or conflict thrown inside the queue's transaction
             }
@@ -81,8 +83,13 @@ public struct EventStore: Sendable {
         try await append(to: orderId, expectedVersion: expectedVersion, events: events) { _ in nil }.result
     }
 
-    private static func isLostRace(_ error: any Error) -> Bool {
-        [SQLStates.uniqueViolation, SQLStates.deadlockDetected, SQLStates.serializationFailure].contains(sqlState(of: error))
+    /// A unique violation (an event id or a stream taken meanwhile), a deadlock, a transaction claimed meanwhile
+    /// (schema/008); and, outside the queue, a stream row another writer holds (queued, that writer's lock is
+    /// waited for, and a lock timeout is the server's limit, not a race).
+    private static func isLostRace(_ error: any Error, queued: Bool) -> Bool {
+        let state = sqlState(of: error)
+        if !queued && state == SQLStates.lockNotAvailable { return true }
+        return [SQLStates.uniqueViolation, SQLStates.deadlockDetected, SQLStates.serializationFailure].contains(state)
     }
 
     /// The original result when every event id is already stored with the same order, type and data;

@@ -52,7 +52,8 @@ public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// Bearer tokens. Secrets are 256 random bits, shown once and stored only as their SHA-256: with that much entropy
 /// a slow password hash adds nothing, and lookup by hash compares no secret bytes in Swift, so there is no timing
-/// signal about the secret. Every request looks its token up, so revocation takes effect on the next request.
+/// signal about the secret. `serve` keeps valid tokens in a `TokenCache`, which still refuses a revoked token on its
+/// next request.
 public struct TokenStore: Sendable {
     public let client: PostgresClient
     let logger: Logger
@@ -100,14 +101,24 @@ public struct TokenStore: Sendable {
 
     /// The active token with this secret, or nil.
     public func authenticate(secret: String) async throws -> AuthenticatedToken? {
+        try await authenticateWithEpoch(secret: secret).token
+    }
+
+    /// The token (nil: no valid token has this secret) and the token epoch it was read under (schema/009), in one
+    /// snapshot: a cache keeps the pair, and a later epoch means "look again".
+    func authenticateWithEpoch(secret: String) async throws -> (token: AuthenticatedToken?, epoch: Int64) {
         try await client.query(
-            "SELECT name, scopes FROM api_tokens WHERE secret_hash = \(Self.hash(secret)) AND revoked_at IS NULL",
+            """
+            SELECT t.name, t.scopes, e.epoch FROM api_token_epoch e
+            LEFT JOIN api_tokens t ON t.secret_hash = \(Self.hash(secret)) AND t.revoked_at IS NULL
+            """,
             logger: logger
         ) { rows in
-            for try await (name, scopes) in rows.decode((String, [String]).self) {
-                return AuthenticatedToken(name: name, scopes: Set(scopes.compactMap(Scope.init)))
+            for try await (name, scopes, epoch) in rows.decode((String?, [String]?, Int64).self) {
+                guard let name, let scopes else { return (nil, epoch) }
+                return (AuthenticatedToken(name: name, scopes: Set(scopes.compactMap(Scope.init))), epoch)
             }
-            return nil
+            throw CorruptRow(column: "api_token_epoch.epoch", value: "no row")
         }
     }
 
