@@ -11,7 +11,7 @@ struct DeadlineTests {
     @Test func workStuckOnItsConnectionEndsAtTheDeadlineAndItsConnectionIsClosed() async throws {
         // Three connections: the lock holder's, the stuck work's (its lease may never end: see `withConnection(within:)`),
         // and the one that shows work goes on.
-        try await Self.withAbandonableClient(poolSize: 3) { client in
+        try await TestDatabase.withClient(poolSize: 3) { client in
             // The test holds an advisory lock on one connection; the work, on another, waits for it: a query whose
             // answer cannot come until the test lets it (PostgresNIO queries ignore cancellation).
             try await client.withConnection { holder in
@@ -42,18 +42,6 @@ struct DeadlineTests {
                 try await holder.query("SELECT pg_advisory_unlock(\(Self.stuckLock))", logger: .init(label: "test"))
             }
         }
-    }
-
-    /// A client whose pool is not awaited at the end. A lease stuck on a closed connection (the very thing the test
-    /// makes) can keep the pool's `run()` from ever returning, and a test must end, not hang the suite; every wait in
-    /// the body has a deadline for the same reason. The database is left to the test cluster, removed at exit.
-    static func withAbandonableClient(poolSize: Int, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {
-        let (database, _) = try await TestDatabase.fresh(poolSize: poolSize)
-        let client = PostgresClient(
-            configuration: database.configuration, backgroundLogger: Database.quieterLogger(.init(label: "test")))
-        let running = Task { await client.run() }
-        defer { running.cancel() }
-        try await body(client)
     }
 
     @Test func waitingForAConnectionEndsAtTheDeadline() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// Where the ledger's PostgreSQL is: the URL an operator gave, or the embedded cluster in the data directory.
 public struct Database: Sendable {
@@ -73,15 +74,36 @@ public struct Database: Sendable {
         logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (PostgresClient) async throws -> T
     ) async throws -> T {
         let client = PostgresClient(configuration: configuration, backgroundLogger: Self.quieterLogger(logger))
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await body(client)
+        // Not a child task: the pool's `run()` ends only when every lease has, and work a deadline abandoned on a
+        // closed connection may never end (`withConnection(within:)`): the caller waits for the pool a little, not
+        // forever.
+        let running = Task { await client.run() }
+        do {
+            let result = try await body(client)
+            await Self.stop(running, waitingAtMost: .seconds(5))
+            return result
+        } catch {
+            await Self.stop(running, waitingAtMost: .seconds(5))
+            throw error
         }
     }
+
+    /// Cancels the pool's run (it closes its connections) and waits for it to end, at most `limit`.
+    private static func stop(_ running: Task<Void, Never>, waitingAtMost limit: Duration) async {
+        running.cancel()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resume = ResumeOnce(continuation)
+            Task { await running.value; resume() }
+            Task { try? await Task.sleep(for: limit); resume() }
+        }
+    }
+}
+
+/// Resumes a continuation on the first call only.
+private final class ResumeOnce: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
+    func callAsFunction() { continuation.withLock { $0.take() }?.resume() }
 }
 
 extension Database {
