@@ -99,12 +99,13 @@ struct AppendStatements {
     /// Returns nil when another writer moved the stream since the read (nothing was written). A transaction another
     /// order claimed since the read aborts the statement (schema/008): the caller reads again either way.
     ///
-    /// The stream row is locked NOWAIT: a row another writer holds (one queued in its transaction) fails the
-    /// statement at once (55P03) instead of waiting. Outside a transaction a statement that waits past the request's
-    /// deadline would still commit when the lock is freed, after the caller was answered 503; the queued path runs
-    /// in a transaction, which an abandoned connection never commits.
+    /// Unqueued, the stream row is locked NOWAIT: a row another writer holds (one queued in its transaction) fails
+    /// the statement at once (55P03) instead of waiting. Outside a transaction a statement that waits past the
+    /// request's deadline would still commit when the lock is freed, after the caller was answered 503; queued, the
+    /// write waits its turn inside a transaction, which an abandoned connection never commits.
     func write(
-        _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, on connection: PostgresConnection
+        _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, queued: Bool,
+        on connection: PostgresConnection
     ) async throws -> [AppendedEvent]? {
         let sealed = SealedEvents(events, after: snapshot)
         let newVersion = snapshot.version + events.count
@@ -115,7 +116,7 @@ struct AppendStatements {
             WITH head AS (
                 SELECT 1 FROM streams
                 WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
-                FOR UPDATE NOWAIT
+                FOR UPDATE \(unescaped: queued ? "" : "NOWAIT")
             ), moved AS (
                 UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)
                 WHERE order_id = \(snapshot.orderId) AND EXISTS (SELECT 1 FROM head)

@@ -41,7 +41,7 @@ public struct EventStore: Sendable {
     ) async throws -> (result: AppendResult, projected: Order?) {
         guard !events.isEmpty else { throw EventStoreError.emptyAppend }
         let statements = AppendStatements(logger: logger)
-        let attempt = { @Sendable (connection: PostgresConnection) async throws -> (AppendResult, Order?)? in
+        let attempt = { @Sendable (connection: PostgresConnection, queued: Bool) async throws -> (AppendResult, Order?)? in
             let snapshot = try await statements.read(orderId, events: events, transactionIds: transactionIds, on: connection)
             try await TokenConfirmation.confirm(epoch: snapshot.tokenEpoch)
             if let replay = try Self.replay(of: events, in: snapshot) { return (replay, nil) }
@@ -49,7 +49,8 @@ public struct EventStore: Sendable {
                 throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: snapshot.version)
             }
             let order = try projection(snapshot)
-            guard let appended = try await statements.write(events, after: snapshot, projecting: order, on: connection)
+            guard let appended = try await statements.write(
+                events, after: snapshot, projecting: order, queued: queued, on: connection)
             else { return nil }
             return (AppendResult(orderId: orderId, events: appended, isReplay: false), order)
         }
@@ -58,12 +59,12 @@ public struct EventStore: Sendable {
             do {
                 let queued = losses > 0
                 let outcome = try await client.withConnection(within: Deadline.request) { connection in
-                    guard queued else { return try await attempt(connection) }
+                    guard queued else { return try await attempt(connection, false) }
                     return try await connection.withTransaction(logger: logger) { connection in
                         try await statements.queue(for: orderId, on: connection)
                         // Holding the queue, only a writer that read before it can still move the stream: a few turns.
                         for _ in 0..<Self.raceRetries {
-                            if let outcome = try await attempt(connection) { return outcome }
+                            if let outcome = try await attempt(connection, true) { return outcome }
                         }
                         return nil
                     }
