@@ -24,6 +24,11 @@ public struct AppendSnapshot: Sendable {
     public let bindings: [String: TransactionBinding]
     /// The token epoch (schema/009), which confirms a request's cached token before anything is written.
     let tokenEpoch: Int64
+
+    /// Any snapshot: the write statement's text does not depend on the values (see `StatementShape`).
+    static let sample = AppendSnapshot(
+        orderId: "", version: 0, streamExists: false, lastHash: nil, recordedAt: Date(timeIntervalSince1970: 0),
+        stored: [], order: nil, bindings: [:], tokenEpoch: 0)
 }
 
 struct StoredEventId {
@@ -38,32 +43,41 @@ struct StoredEventId {
 struct AppendStatements {
     let logger: Logger
 
+    static func readQuery(_ orderId: String, events: [NewEvent], transactionIds: [String]) -> PostgresQuery {
+        """
+        SELECT clock_timestamp(), s.version, s.last_hash,
+               stored.ids, stored.orders, stored.versions, stored.positions, stored.same,
+               bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),
+               \(unescaped: OrderRows.orderColumnsOf("o"))
+        FROM (VALUES (\(orderId))) AS wanted(order_id)
+        LEFT JOIN streams s USING (order_id)
+        LEFT JOIN orders o USING (order_id)
+        CROSS JOIN LATERAL (
+            SELECT array_agg(e.event_id) AS ids, array_agg(e.order_id) AS orders, array_agg(e.version) AS versions,
+                   array_agg(e.position) AS positions,
+                   array_agg(e.order_id = \(orderId) AND e.type = n.type AND e.data = n.data::jsonb) AS same
+            FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
+                        \(events.map(\.data.canonicalJSON))::text[]) AS n(event_id, type, data)
+            JOIN events e USING (event_id)
+        ) stored
+        CROSS JOIN LATERAL (
+            SELECT array_agg(t.transaction_id) AS ids, array_agg(t.order_id) AS orders,
+                   array_agg(t.granted_at IS NOT NULL) AS granted
+            FROM order_transactions t WHERE t.transaction_id = ANY(\(transactionIds)::text[])
+        ) bound
+        """
+    }
+
+    enum ReadShape: StatementShape {
+        static let sql = readQuery("", events: [], transactionIds: []).sql
+    }
+
     func read(_ orderId: String, events: [NewEvent], transactionIds: [String], on connection: PostgresConnection)
         async throws -> AppendSnapshot
     {
         let rows = try await connection.query(
-            """
-            SELECT clock_timestamp(), s.version, s.last_hash,
-                   stored.ids, stored.orders, stored.versions, stored.positions, stored.same,
-                   bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),
-                   \(unescaped: OrderRows.orderColumnsOf("o"))
-            FROM (VALUES (\(orderId))) AS wanted(order_id)
-            LEFT JOIN streams s USING (order_id)
-            LEFT JOIN orders o USING (order_id)
-            CROSS JOIN LATERAL (
-                SELECT array_agg(e.event_id) AS ids, array_agg(e.order_id) AS orders, array_agg(e.version) AS versions,
-                       array_agg(e.position) AS positions,
-                       array_agg(e.order_id = \(orderId) AND e.type = n.type AND e.data = n.data::jsonb) AS same
-                FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
-                            \(events.map(\.data.canonicalJSON))::text[]) AS n(event_id, type, data)
-                JOIN events e USING (event_id)
-            ) stored
-            CROSS JOIN LATERAL (
-                SELECT array_agg(t.transaction_id) AS ids, array_agg(t.order_id) AS orders,
-                       array_agg(t.granted_at IS NOT NULL) AS granted
-                FROM order_transactions t WHERE t.transaction_id = ANY(\(transactionIds)::text[])
-            ) bound
-            """, logger: logger)
+            Self.readQuery(orderId, events: events, transactionIds: transactionIds), preparedAs: ReadShape.self,
+            logger: logger)
         for try await row in rows {
             let columns = row.makeRandomAccess()
             let version = try columns[1].decode(Int?.self)
@@ -95,6 +109,82 @@ struct AppendStatements {
         throw AppendReadReturnedNothing(orderId: orderId)
     }
 
+    static func writeQuery(
+        _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, queued: Bool
+    ) -> PostgresQuery {
+        let sealed = SealedEvents(events, after: snapshot)
+        let newVersion = snapshot.version + events.count
+        let projected = order != nil
+        let transactionId = order?.transactionId
+        return """
+        WITH head AS (
+            SELECT 1 FROM streams
+            WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
+            FOR UPDATE \(unescaped: queued ? "" : "NOWAIT")
+        ), moved AS (
+            UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)::bytea
+            WHERE order_id = \(snapshot.orderId) AND EXISTS (SELECT 1 FROM head)
+            RETURNING 1
+        ), created AS (
+            INSERT INTO streams (order_id, version, last_hash)
+            SELECT \(snapshot.orderId), \(newVersion), \(sealed.lastHash)::bytea WHERE NOT \(snapshot.streamExists)
+            ON CONFLICT (order_id) DO NOTHING
+            RETURNING 1
+        ), won AS (
+            SELECT 1 FROM moved UNION ALL SELECT 1 FROM created
+        ), appended AS (
+            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+            SELECT \(snapshot.orderId), \(snapshot.version) + n.ordinal, n.event_id, n.type, n.data::jsonb,
+                   n.metadata::jsonb, NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(snapshot.recordedAt)),
+                   n.canonical, n.hash
+            FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
+                        \(events.map(\.data.canonicalJSON))::text[], \(events.map(\.metadata.canonicalJSON))::text[],
+                        \(sealed.occurredAt)::text[], \(sealed.canonicals)::bytea[], \(sealed.hashes)::bytea[])
+                 WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, canonical, hash, ordinal)
+            WHERE EXISTS (SELECT 1 FROM won)
+            ORDER BY n.ordinal
+            RETURNING event_id, version, position
+        ), projected AS (
+            \(unescaped: OrderRows.upsertOrderSQL)
+            SELECT \(order?.orderId)::text, \(order?.accountId)::text, \(order?.productId)::text,
+                   \(order?.quantity)::int8, \(order?.amount.value)::int8, \(order?.amount.currency)::text,
+                   \(order?.provider.rawValue)::text, \(order?.environment.rawValue)::text,
+                   \(order?.appAccountToken)::uuid, \(order?.state.rawValue)::text, \(order?.version)::int8,
+                   \(order?.transactionId)::text, \(order?.flags.map(\.rawValue))::text[],
+                   \(order?.verificationAttempts)::int8, \(order?.lastErrorCode)::text,
+                   \(order?.refundedAmount?.value)::int8, \(order?.refundedAmount?.currency)::text,
+                   \(order.map { Timestamp($0.createdAt) })::timestamptz, \(order.map { Timestamp($0.updatedAt) })::timestamptz,
+                   \(order?.grantedAt.timestamp)::timestamptz, \(order?.finishedAt.timestamp)::timestamptz,
+                   \(order?.refundedAt.timestamp)::timestamptz
+            WHERE \(projected) AND EXISTS (SELECT 1 FROM won)
+            \(unescaped: OrderRows.upsertOrderConflictSQL)
+        ), bound AS (
+            INSERT INTO order_transactions AS t (transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)
+            SELECT \(transactionId)::text, \(order?.orderId)::text, \(order?.accountId)::text,
+                   \(order?.grantedAt.timestamp)::timestamptz, \(order?.finishedAt.timestamp)::timestamptz,
+                   \(order?.refundedAt.timestamp)::timestamptz
+            WHERE \(transactionId)::text IS NOT NULL AND EXISTS (SELECT 1 FROM won)
+            ON CONFLICT (transaction_id) DO UPDATE SET
+                granted_at = EXCLUDED.granted_at, finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at
+                WHERE t.order_id = EXCLUDED.order_id
+            RETURNING 1
+        )
+        SELECT a.event_id, a.version, a.position,
+               ledger_append_requires(\(transactionId)::text IS NULL OR EXISTS (SELECT 1 FROM bound),
+                                      'transaction ' || \(transactionId)::text || ' claimed by another order')
+        FROM appended a
+        ORDER BY a.version
+        """
+    }
+
+    enum WriteShape: StatementShape {
+        static let sql = writeQuery([], after: .sample, projecting: nil, queued: false).sql
+    }
+
+    enum QueuedWriteShape: StatementShape {
+        static let sql = writeQuery([], after: .sample, projecting: nil, queued: true).sql
+    }
+
     /// Writes the events after `snapshot.version`, chained onto its last hash, with the order's new projection rows.
     /// Returns nil when another writer moved the stream since the read (nothing was written). A transaction another
     /// order claimed since the read aborts the statement (schema/008): the caller reads again either way.
@@ -107,69 +197,13 @@ struct AppendStatements {
         _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, queued: Bool,
         on connection: PostgresConnection
     ) async throws -> [AppendedEvent]? {
-        let sealed = SealedEvents(events, after: snapshot)
-        let newVersion = snapshot.version + events.count
-        let projected = order != nil
-        let transactionId = order?.transactionId
-        let rows = try await connection.query(
-            """
-            WITH head AS (
-                SELECT 1 FROM streams
-                WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
-                FOR UPDATE \(unescaped: queued ? "" : "NOWAIT")
-            ), moved AS (
-                UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)
-                WHERE order_id = \(snapshot.orderId) AND EXISTS (SELECT 1 FROM head)
-                RETURNING 1
-            ), created AS (
-                INSERT INTO streams (order_id, version, last_hash)
-                SELECT \(snapshot.orderId), \(newVersion), \(sealed.lastHash) WHERE NOT \(snapshot.streamExists)
-                ON CONFLICT (order_id) DO NOTHING
-                RETURNING 1
-            ), won AS (
-                SELECT 1 FROM moved UNION ALL SELECT 1 FROM created
-            ), appended AS (
-                INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
-                SELECT \(snapshot.orderId), \(snapshot.version) + n.ordinal, n.event_id, n.type, n.data::jsonb,
-                       n.metadata::jsonb, NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(snapshot.recordedAt)),
-                       n.canonical, n.hash
-                FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
-                            \(events.map(\.data.canonicalJSON))::text[], \(events.map(\.metadata.canonicalJSON))::text[],
-                            \(sealed.occurredAt)::text[], \(sealed.canonicals)::bytea[], \(sealed.hashes)::bytea[])
-                     WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, canonical, hash, ordinal)
-                WHERE EXISTS (SELECT 1 FROM won)
-                ORDER BY n.ordinal
-                RETURNING event_id, version, position
-            ), projected AS (
-                \(unescaped: OrderRows.upsertOrderSQL)
-                SELECT \(order?.orderId), \(order?.accountId), \(order?.productId), \(order?.quantity),
-                       \(order?.amount.value), \(order?.amount.currency), \(order?.provider.rawValue),
-                       \(order?.environment.rawValue), \(order?.appAccountToken), \(order?.state.rawValue),
-                       \(order?.version), \(order?.transactionId), \(order?.flags.map(\.rawValue)),
-                       \(order?.verificationAttempts), \(order?.lastErrorCode), \(order?.refundedAmount?.value),
-                       \(order?.refundedAmount?.currency), \(order.map { Timestamp($0.createdAt) }),
-                       \(order.map { Timestamp($0.updatedAt) }), \(order?.grantedAt.timestamp),
-                       \(order?.finishedAt.timestamp), \(order?.refundedAt.timestamp)
-                WHERE \(projected) AND EXISTS (SELECT 1 FROM won)
-                \(unescaped: OrderRows.upsertOrderConflictSQL)
-            ), bound AS (
-                INSERT INTO order_transactions AS t (transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)
-                SELECT \(transactionId), \(order?.orderId), \(order?.accountId), \(order?.grantedAt.timestamp),
-                       \(order?.finishedAt.timestamp), \(order?.refundedAt.timestamp)
-                WHERE \(transactionId)::text IS NOT NULL AND EXISTS (SELECT 1 FROM won)
-                ON CONFLICT (transaction_id) DO UPDATE SET
-                    granted_at = EXCLUDED.granted_at, finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at
-                    WHERE t.order_id = EXCLUDED.order_id
-                RETURNING 1
-            )
-            SELECT a.event_id, a.version, a.position,
-                   ledger_append_requires(\(transactionId)::text IS NULL OR EXISTS (SELECT 1 FROM bound),
-                                          'transaction ' || \(transactionId)::text || ' claimed by another order')
-            FROM appended a
-            ORDER BY a.version
-            """, logger: logger)
+        let query = Self.writeQuery(events, after: snapshot, projecting: order, queued: queued)
+        let rows = try await (queued
+            ? connection.query(query, preparedAs: QueuedWriteShape.self, logger: logger)
+            : connection.query(query, preparedAs: WriteShape.self, logger: logger))
         var appended: [AppendedEvent] = []
-        for try await (eventId, version, position, _) in rows.decode((UUID, Int, Int64, Bool).self) {
+        for try await row in rows {
+            let (eventId, version, position, _) = try row.decode((UUID, Int, Int64, Bool).self)
             appended.append(AppendedEvent(eventId: eventId, version: version, position: position))
         }
         return appended.isEmpty ? nil : appended

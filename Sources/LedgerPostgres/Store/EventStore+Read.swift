@@ -24,28 +24,44 @@ extension EventStore {
     public func readPage(
         _ orderId: String, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
     ) async throws -> [StoredEvent] {
-        // The token epoch rides along (schema/009): a page that has rows confirms the request's cached token.
-        let query: PostgresQuery = if let asOf {
-            """
-            SELECT \(unescaped: Self.columns), (SELECT epoch FROM api_token_epoch) FROM events
-            WHERE order_id = \(orderId) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
-            ORDER BY version LIMIT \(limit)
-            """
-        } else {
-            """
-            SELECT \(unescaped: Self.columns), (SELECT epoch FROM api_token_epoch) FROM events
-            WHERE order_id = \(orderId) AND version > \(version) ORDER BY version LIMIT \(limit)
-            """
-        }
+        let query = Self.pageQuery(orderId, after: version, asOf: asOf, limit: limit)
+        let rows = try await (asOf == nil
+            ? connection.query(query, preparedAs: PageShape.self, logger: logger)
+            : connection.query(query, preparedAs: PageAsOfShape.self, logger: logger))
         var events: [StoredEvent] = []
         var epoch: Int64?
-        for try await row in try await connection.query(query, logger: logger) {
+        for try await row in rows {
             let columns = row.makeRandomAccess()
             events.append(try Self.decode(columns))
             epoch = try columns[Self.columnCount].decode(Int64.self)
         }
         if let epoch { try await TokenConfirmation.confirm(epoch: epoch) }
         return events
+    }
+
+    /// The page's statement. The token epoch rides along (schema/009): a page that has rows confirms the request's
+    /// cached token.
+    static func pageQuery(_ orderId: String, after version: Int, asOf: Date?, limit: Int) -> PostgresQuery {
+        if let asOf {
+            """
+            SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch) FROM events
+            WHERE order_id = \(orderId) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
+            ORDER BY version LIMIT \(limit)
+            """
+        } else {
+            """
+            SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch) FROM events
+            WHERE order_id = \(orderId) AND version > \(version) ORDER BY version LIMIT \(limit)
+            """
+        }
+    }
+
+    enum PageShape: StatementShape {
+        static let sql = pageQuery("", after: 0, asOf: nil, limit: 1).sql
+    }
+
+    enum PageAsOfShape: StatementShape {
+        static let sql = pageQuery("", after: 0, asOf: Date(timeIntervalSince1970: 0), limit: 1).sql
     }
 
     /// Calls `body` with each of an order's events up to and including version `through` (only those recorded by
