@@ -25,8 +25,17 @@ public struct Database: Sendable {
 
     /// `serviceConfiguration` with PostgreSQL's own limits on every session (see `ServerLimits`): what `serve`'s
     /// pool connects with. The operator's commands use `configuration`, which has none.
+    ///
+    /// Its sessions also plan prepared statements once (`plan_cache_mode = force_generic_plan`): under the default
+    /// (`auto`) PostgreSQL kept re-planning the append's write statement on every call (its custom plans fold the
+    /// flags that gate its parts), a quarter of PostgreSQL's time per append; generic plans took PostgreSQL's CPU per
+    /// single-event append from 1.6 to 1.1 ms (BENCHMARKS.md). The service's statements look rows up by key, where a
+    /// generic plan is the custom one.
     public func serviceConfiguration(limits: ServerLimits) -> PostgresClient.Configuration {
-        serviceConfiguration.limited(by: limits)
+        var configuration = serviceConfiguration.limited(by: limits)
+        configuration.options.additionalStartupParameters.removeAll { $0.0 == "plan_cache_mode" }
+        configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_generic_plan"))
+        return configuration
     }
 
     /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
