@@ -45,6 +45,8 @@ let package = Package(
             name: "LedgerPostgres",
             dependencies: [
                 "LedgerCore", "LedgerSchema",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

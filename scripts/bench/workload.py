@@ -1,14 +1,25 @@
 """The benchmark's workload, in one place: the 6-event order lifecycle posted to the service, and the pgbench
 scripts that issue the SQL the service issues for the same work (raw baseline).
 
-The SQL below mirrors, statement for statement, what one HTTP request costs the database:
-- `TokenStore.authenticate`: one token lookup per request (outside the append transaction);
-- `EventStore.appendOnce`: BEGIN; `lockStream` (stream upsert RETURNING previous version, clock, last hash);
-  `storedResult` (idempotency check over unnest(ids, types, data)); the inline projection `OrderRows.decideAndProject`
-  (`load` the order row; `bindings` when an event names a transactionId; `save`: orders upsert, then the
-  order_transactions upsert once the order has a transactionId); `insert` (unnest … WITH ORDINALITY RETURNING); COMMIT;
-- `EventStore.read` for a history: one SELECT of the order's events.
-pgbench runs them in extended protocol (`-M extended`), the protocol PostgresNIO uses (unnamed statements).
+The SQL below mirrors, statement for statement, what one HTTP request costs the database (the service's normal,
+uncontended path, with the request's token already cached):
+- no token lookup: `TokenCache` keeps authenticated tokens in memory, and the statements below read the token epoch
+  (`(SELECT epoch FROM api_token_epoch)`, schema/009) that confirms a cached token;
+- an append (`EventStore.append`) is two statements, no BEGIN/COMMIT (each its own implicit transaction), both from
+  `AppendStatements`: `read`, one SELECT of the stream head (version, last hash), the database clock, which of the
+  new event ids are stored (unnest … JOIN events), the order row (LEFT JOIN orders), the bindings of the
+  transactionIds the events name (LATERAL over order_transactions) and the token epoch; then `write`, one statement
+  of data-modifying CTEs: head (stream row `FOR UPDATE NOWAIT`, gated on the version read), moved (stream version
+  and last hash) or created (a new stream), won, appended (unnest … WITH ORDINALITY), projected (the orders upsert,
+  `OrderRows.upsertOrderSQL`/`upsertOrderConflictSQL`), bound (the order_transactions upsert), and a final SELECT
+  through `ledger_append_requires` (schema/008);
+- a history page (`EventStore.readPage`, the route's default page of 100, read as 101 to know whether another
+  follows): one SELECT of the order's events after version 0 with the token epoch, `LIMIT 101`.
+The order id is a bind parameter, as in the service; the other values the service binds are literals here, with
+stand-ins for what only the service computes (canonical bytes, hashes; `now()` for the read's clock, which the service
+binds as the events' recorded_at and the order's times). pgbench runs them in extended protocol (`-M extended`,
+bench.py's default): unnamed statements, parsed and planned on every call. The service runs these hot statements
+prepared (named, `plan_cache_mode = force_generic_plan`); `BENCH_PGBENCH_MODE=prepared` replays them that way.
 """
 
 import json
@@ -48,14 +59,34 @@ def http_batch_body(order_id):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# pgbench scripts. Variables: :run (run tag), :phase (distinct per pgbench run: order ids never repeat), :tokhash (hex SHA-256 of the bench token), :n (per-client counter,
-# starts at 0 with -D n=0; pgbench keeps a client's variables from one transaction to the next), :horders.
+# pgbench scripts. Variables: :run (run tag), :phase (distinct per pgbench run: order ids never repeat), :n (per-client
+# counter, starts at 0 with -D n=0; pgbench keeps a client's variables from one transaction to the next), :horders.
+# (:tokhash, the hex SHA-256 of the bench token, is still passed by bench.py but no longer used: no token lookup.)
 
+# OrderRows.orderColumns, in its order.
 ORDER_COLUMNS = ("order_id, account_id, product_id, quantity, amount_value, currency, provider, environment, "
                  "app_account_token, state, version, transaction_id, flags, verification_attempts, last_error_code, "
                  "refunded_value, refunded_currency, created_at, updated_at, granted_at, finished_at, refunded_at")
+# OrderRows.orderColumnsOfO: the same, qualified by the read's `orders o`.
+ORDER_COLUMNS_OF_O = ", ".join("o." + column.strip() for column in ORDER_COLUMNS.split(","))
 
+# OrderRows.upsertOrderConflictSQL
+UPSERT_ORDER_CONFLICT = (
+    "ON CONFLICT (order_id) DO UPDATE SET\n"
+    "    account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id, quantity = EXCLUDED.quantity,\n"
+    "    amount_value = EXCLUDED.amount_value, currency = EXCLUDED.currency, provider = EXCLUDED.provider,\n"
+    "    environment = EXCLUDED.environment, app_account_token = EXCLUDED.app_account_token, state = EXCLUDED.state,\n"
+    "    version = EXCLUDED.version, transaction_id = EXCLUDED.transaction_id, flags = EXCLUDED.flags,\n"
+    "    verification_attempts = EXCLUDED.verification_attempts, last_error_code = EXCLUDED.last_error_code,\n"
+    "    refunded_value = EXCLUDED.refunded_value, refunded_currency = EXCLUDED.refunded_currency,\n"
+    "    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, granted_at = EXCLUDED.granted_at,\n"
+    "    finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at")
+
+# EventStore.columns
 EVENT_COLUMNS = "position, order_id, version, event_id, type, data::text, metadata::text, occurred_at, recorded_at"
+
+# OrderRoutes.defaultHistoryPage; Ledger.history reads one more, to know whether another page follows.
+HISTORY_PAGE = 100
 
 OID = "('p' || :oid::text)"          # the order id, one bind parameter like the service's
 TXID = "('t-p' || :oid::text)"      # its provider transactionId
@@ -71,93 +102,141 @@ def metadata_json():
     return json.dumps({"actor": "bench", "requestId": "00000000-0000-4000-8000-000000000000"}, separators=(",", ":"))
 
 
-def authenticate():
-    return "SELECT name, scopes FROM api_tokens WHERE secret_hash = decode(:tokhash, 'hex') AND revoked_at IS NULL;\n"
-
-
 def event_id(version):
     return f"md5({OID} || '/{version}')::uuid"
 
 
-def append_transaction(steps, first_version):
-    """The statements of one append of lifecycle events `steps` (consecutive), after version first_version - 1."""
-    count = len(steps)
-    previous = first_version - 1
-    ids = ", ".join(event_id(first_version + i) for i in range(count))
-    types = ", ".join(sql_text(LIFECYCLE_TYPES[s]) for s in steps)
-    # The transactionId in data is per order: built in SQL so each order's rows are its own.
-    datas = []
-    for s in steps:
-        data = json.dumps(event_data(s, "@@TX@@"), separators=(",", ":"), sort_keys=True)
-        literal = sql_text(data)
-        if "@@TX@@" in data:
-            left, right = literal.split("@@TX@@")
-            literal = f"({left}' || {TXID} || '{right})"
-        datas.append(literal)
-    datas = ", ".join(datas)
-    metas = ", ".join([sql_text(metadata_json())] * count)
-    last = steps[-1]
-    state = STATES[last]
-    has_tx = last >= 2
-    tx = TXID if has_tx else "NULL"
-    granted = "now()" if last >= 4 else "NULL"
-    finished = "now()" if last >= 5 else "NULL"
-    named = [TXID for s in steps if NAMES_TRANSACTION[s]]
-    out = ["BEGIN;\n"]
-    # EventStore.lockStream
-    out.append(
-        f"INSERT INTO streams AS s (order_id, version) VALUES ({OID}, {count})\n"
-        f"ON CONFLICT (order_id) DO UPDATE SET version = s.version + EXCLUDED.version\n"
-        f"RETURNING s.version - {count}, clock_timestamp(), s.last_hash;\n")
-    # EventStore.storedResult
-    out.append(
-        f"SELECT e.event_id, e.order_id, e.version, e.position,\n"
-        f"       (e.order_id = {OID} AND e.type = n.type AND e.data = n.data::jsonb)\n"
-        f"FROM unnest(ARRAY[{ids}]::uuid[], ARRAY[{types}]::text[], ARRAY[{datas}]::text[]) AS n(event_id, type, data)\n"
-        f"JOIN events e USING (event_id);\n")
-    # OrderRows.load
-    out.append(f"SELECT {ORDER_COLUMNS} FROM orders WHERE order_id = {OID};\n")
-    # OrderRows.bindings
-    if named:
-        out.append(
-            f"SELECT transaction_id, order_id, granted_at IS NOT NULL FROM order_transactions\n"
-            f"WHERE transaction_id = ANY(ARRAY[{', '.join(named)}]);\n")
-    # OrderRows.save
-    out.append(
-        f"INSERT INTO orders ({ORDER_COLUMNS})\n"
-        f"VALUES ({OID}, 'acct-42', 'gems.100', 1, 499, 'USD', 'app_store', 'production', NULL, '{state}', {previous + count},\n"
-        f"        {tx}, '{{}}', 0, NULL, NULL, NULL, now(), now(), {granted}, {finished}, NULL)\n"
-        f"ON CONFLICT (order_id) DO UPDATE SET\n"
-        f"    account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id, quantity = EXCLUDED.quantity,\n"
-        f"    amount_value = EXCLUDED.amount_value, currency = EXCLUDED.currency, provider = EXCLUDED.provider,\n"
-        f"    environment = EXCLUDED.environment, app_account_token = EXCLUDED.app_account_token, state = EXCLUDED.state,\n"
-        f"    version = EXCLUDED.version, transaction_id = EXCLUDED.transaction_id, flags = EXCLUDED.flags,\n"
-        f"    verification_attempts = EXCLUDED.verification_attempts, last_error_code = EXCLUDED.last_error_code,\n"
-        f"    refunded_value = EXCLUDED.refunded_value, refunded_currency = EXCLUDED.refunded_currency,\n"
-        f"    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, granted_at = EXCLUDED.granted_at,\n"
-        f"    finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at;\n")
-    if has_tx:
-        out.append(
-            f"INSERT INTO order_transactions AS t (transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)\n"
-            f"VALUES ({TXID}, {OID}, 'acct-42', {granted}, {finished}, NULL)\n"
-            f"ON CONFLICT (transaction_id) DO UPDATE SET\n"
-            f"    granted_at = EXCLUDED.granted_at, finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at\n"
-            f"    WHERE t.order_id = EXCLUDED.order_id\n"
-            f"RETURNING 1;\n")
-    # EventStore.insert
-    out.append(
-        f"WITH head AS (UPDATE streams SET last_hash = {HASH} WHERE order_id = {OID})\n"
-        f"INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)\n"
-        f"SELECT {OID}, {previous} + n.ordinal, n.event_id, n.type, n.data::jsonb, n.metadata::jsonb,\n"
-        f"       NULLIF(n.occurred_at, '')::timestamptz, clock_timestamp(), n.canonical, n.hash\n"
-        f"FROM unnest(ARRAY[{ids}]::uuid[], ARRAY[{types}]::text[], ARRAY[{datas}]::text[], ARRAY[{metas}]::text[],\n"
-        f"            ARRAY[{', '.join([repr('')] * count)}]::text[], ARRAY[{', '.join([CANONICAL] * count)}]::bytea[],\n"
-        f"            ARRAY[{', '.join([HASH] * count)}]::bytea[])\n"
-        f"     WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, canonical, hash, ordinal)\n"
-        f"ORDER BY n.ordinal\n"
-        f"RETURNING event_id, version, position;\n")
-    out.append("COMMIT;\n")
-    return "".join(out)
+def sql_bool(value):
+    return "true" if value else "false"
+
+
+class Append:
+    """The values one append of lifecycle events `steps` (consecutive, after version first_version - 1) binds."""
+
+    def __init__(self, steps, first_version):
+        self.steps, self.count = steps, len(steps)
+        self.previous = first_version - 1                 # snapshot.version
+        self.new_version = self.previous + self.count
+        self.stream_exists = self.previous > 0            # snapshot.streamExists (the lifecycle starts a new stream)
+        self.ids = ", ".join(event_id(first_version + i) for i in range(self.count))
+        self.types = ", ".join(sql_text(LIFECYCLE_TYPES[s]) for s in steps)
+        # The data's canonical JSON (sorted keys); the transactionId in it is per order, built in SQL.
+        datas = []
+        for s in steps:
+            data = json.dumps(event_data(s, "@@TX@@"), separators=(",", ":"), sort_keys=True)
+            literal = sql_text(data)
+            if "@@TX@@" in data:
+                left, right = literal.split("@@TX@@")
+                literal = f"({left}' || {TXID} || '{right})"
+            datas.append(literal)
+        self.datas = ", ".join(datas)
+        self.metas = ", ".join([sql_text(metadata_json())] * self.count)
+        self.occurred = ", ".join(["''"] * self.count)  # no occurredAt posted
+        self.canonicals = ", ".join([CANONICAL] * self.count)
+        self.hashes = ", ".join([HASH] * self.count)
+        # Ledger.record: the transactionIds the events name, one per naming event.
+        self.named = ", ".join(TXID for s in steps if NAMES_TRANSACTION[s])
+        # The projected order, emulated: state after the last event, transactionId once receipt.received was seen.
+        last = steps[-1]
+        self.state = STATES[last]
+        self.tx = TXID if last >= 2 else "NULL"
+        self.granted = "now()" if last >= 4 else "NULL"
+        self.finished = "now()" if last >= 5 else "NULL"
+
+
+def append_read(a):
+    """AppendStatements.readQuery: the append's one read."""
+    return (
+        f"SELECT clock_timestamp(), s.version, s.last_hash,\n"
+        f"       stored.ids, stored.orders, stored.versions, stored.positions, stored.same,\n"
+        f"       bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),\n"
+        f"       {ORDER_COLUMNS_OF_O}\n"
+        f"FROM (VALUES ({OID})) AS wanted(order_id)\n"
+        f"LEFT JOIN streams s USING (order_id)\n"
+        f"LEFT JOIN orders o USING (order_id)\n"
+        f"CROSS JOIN LATERAL (\n"
+        f"    SELECT array_agg(e.event_id) AS ids, array_agg(e.order_id) AS orders, array_agg(e.version) AS versions,\n"
+        f"           array_agg(e.position) AS positions,\n"
+        f"           array_agg(e.order_id = {OID} AND e.type = n.type AND e.data = n.data::jsonb) AS same\n"
+        f"    FROM unnest(ARRAY[{a.ids}]::uuid[], ARRAY[{a.types}]::text[],\n"
+        f"                ARRAY[{a.datas}]::text[]) AS n(event_id, type, data)\n"
+        f"    JOIN events e USING (event_id)\n"
+        f") stored\n"
+        f"CROSS JOIN LATERAL (\n"
+        f"    SELECT array_agg(t.transaction_id) AS ids, array_agg(t.order_id) AS orders,\n"
+        f"           array_agg(t.granted_at IS NOT NULL) AS granted\n"
+        f"    FROM order_transactions t WHERE t.transaction_id = ANY(ARRAY[{a.named}]::text[])\n"
+        f") bound;\n")
+
+
+def append_write(a):
+    """AppendStatements.writeQuery, unqueued (NOWAIT): the append's one write."""
+    exists = sql_bool(a.stream_exists)
+    return (
+        f"WITH head AS (\n"
+        f"    SELECT 1 FROM streams\n"
+        f"    WHERE order_id = {OID} AND version = {a.previous} AND {exists}\n"
+        f"    FOR UPDATE NOWAIT\n"
+        f"), moved AS (\n"
+        f"    UPDATE streams SET version = {a.new_version}, last_hash = {HASH}::bytea\n"
+        f"    WHERE order_id = {OID} AND EXISTS (SELECT 1 FROM head)\n"
+        f"    RETURNING 1\n"
+        f"), created AS (\n"
+        f"    INSERT INTO streams (order_id, version, last_hash)\n"
+        f"    SELECT {OID}, {a.new_version}, {HASH}::bytea WHERE NOT {exists}\n"
+        f"    ON CONFLICT (order_id) DO NOTHING\n"
+        f"    RETURNING 1\n"
+        f"), won AS (\n"
+        f"    SELECT 1 FROM moved UNION ALL SELECT 1 FROM created\n"
+        f"), appended AS (\n"
+        f"    INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)\n"
+        f"    SELECT {OID}, {a.previous} + n.ordinal, n.event_id, n.type, n.data::jsonb,\n"
+        f"           n.metadata::jsonb, NULLIF(n.occurred_at, '')::timestamptz, now(),\n"
+        f"           n.canonical, n.hash\n"
+        f"    FROM unnest(ARRAY[{a.ids}]::uuid[], ARRAY[{a.types}]::text[],\n"
+        f"                ARRAY[{a.datas}]::text[], ARRAY[{a.metas}]::text[],\n"
+        f"                ARRAY[{a.occurred}]::text[], ARRAY[{a.canonicals}]::bytea[], ARRAY[{a.hashes}]::bytea[])\n"
+        f"         WITH ORDINALITY AS n(event_id, type, data, metadata, occurred_at, canonical, hash, ordinal)\n"
+        f"    WHERE EXISTS (SELECT 1 FROM won)\n"
+        f"    ORDER BY n.ordinal\n"
+        f"    RETURNING event_id, version, position\n"
+        f"), projected AS (\n"
+        f"    INSERT INTO orders ({ORDER_COLUMNS})\n"
+        f"    SELECT {OID}::text, 'acct-42'::text, 'gems.100'::text,\n"
+        f"           1::int8, 499::int8, 'USD'::text,\n"
+        f"           'app_store'::text, 'production'::text,\n"
+        f"           NULL::uuid, '{a.state}'::text, {a.new_version}::int8,\n"
+        f"           {a.tx}::text, '{{}}'::text[],\n"
+        f"           0::int8, NULL::text,\n"
+        f"           NULL::int8, NULL::text,\n"
+        f"           now()::timestamptz, now()::timestamptz,\n"
+        f"           {a.granted}::timestamptz, {a.finished}::timestamptz,\n"
+        f"           NULL::timestamptz\n"
+        f"    WHERE true AND EXISTS (SELECT 1 FROM won)\n"
+        f"    {UPSERT_ORDER_CONFLICT.replace(chr(10), chr(10) + '    ')}\n"
+        f"), bound AS (\n"
+        f"    INSERT INTO order_transactions AS t (transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)\n"
+        f"    SELECT {a.tx}::text, {OID}::text, 'acct-42'::text,\n"
+        f"           {a.granted}::timestamptz, {a.finished}::timestamptz,\n"
+        f"           NULL::timestamptz\n"
+        f"    WHERE {a.tx}::text IS NOT NULL AND EXISTS (SELECT 1 FROM won)\n"
+        f"    ON CONFLICT (transaction_id) DO UPDATE SET\n"
+        f"        granted_at = EXCLUDED.granted_at, finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at\n"
+        f"        WHERE t.order_id = EXCLUDED.order_id\n"
+        f"    RETURNING 1\n"
+        f")\n"
+        f"SELECT a.event_id, a.version, a.position,\n"
+        f"       ledger_append_requires({a.tx}::text IS NULL OR EXISTS (SELECT 1 FROM bound),\n"
+        f"                              'transaction ' || {a.tx}::text || ' claimed by another order')\n"
+        f"FROM appended a\n"
+        f"ORDER BY a.version;\n")
+
+
+def append_statements(steps, first_version):
+    """The statements of one append of lifecycle events `steps` (consecutive), after version first_version - 1:
+    the read, then the write; no BEGIN/COMMIT (EventStore.append's uncontended path)."""
+    a = Append(steps, first_version)
+    return append_read(a) + append_write(a)
 
 
 def pgbench_single_event():
@@ -165,11 +244,10 @@ def pgbench_single_event():
     out = ["-- one lifecycle event per transaction (generated by scripts/bench/workload.py)\n",
            "\\set step :n % 6\n",
            "\\set oid ((:run * 100 + :phase) * 1000 + :client_id) * 10000000 + :n / 6\n",
-           "\\set n :n + 1\n",
-           authenticate()]
+           "\\set n :n + 1\n"]
     for step in range(6):
         out.append(("\\if" if step == 0 else "\\elif") + f" :step = {step}\n")
-        out.append(append_transaction([step], step + 1))
+        out.append(append_statements([step], step + 1))
     out.append("\\endif\n")
     return "".join(out)
 
@@ -178,14 +256,15 @@ def pgbench_batch():
     """A whole lifecycle as one append (expectedVersion 0) to a fresh order."""
     return ("-- one 6-event lifecycle per transaction (generated by scripts/bench/workload.py)\n"
             "\\set oid ((:run * 100 + :phase) * 1000 + :client_id) * 10000000 + :n\n"
-            "\\set n :n + 1\n" + authenticate() + append_transaction(list(range(6)), 1))
+            "\\set n :n + 1\n" + append_statements(list(range(6)), 1))
 
 
 def pgbench_history():
-    """GET /v1/orders/h-<k>/history of a random preloaded order."""
-    return ("-- one order history read (generated by scripts/bench/workload.py)\n"
-            "\\set k random(1, :horders)\n" + authenticate() +
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE order_id = ('h-' || :k::text) ORDER BY version;\n")
+    """GET /v1/orders/h-<k>/history of a random preloaded order: the first page (EventStore.pageQuery, no asOf)."""
+    return ("-- one order history page (generated by scripts/bench/workload.py)\n"
+            "\\set k random(1, :horders)\n"
+            f"SELECT {EVENT_COLUMNS}, (SELECT epoch FROM api_token_epoch) FROM events\n"
+            f"WHERE order_id = ('h-' || :k::text) AND version > 0 ORDER BY version LIMIT {HISTORY_PAGE + 1};\n")
 
 
 def preload_history_sql(count):

@@ -29,8 +29,8 @@ public struct Database: Sendable {
     /// Its sessions also plan prepared statements once (`plan_cache_mode = force_generic_plan`): under the default
     /// (`auto`) PostgreSQL kept re-planning the append's write statement on every call (its custom plans fold the
     /// flags that gate its parts), a quarter of PostgreSQL's time per append; generic plans took PostgreSQL's CPU per
-    /// single-event append from 1.6 to 1.1 ms (BENCHMARKS.md). The service's statements look rows up by key, where a
-    /// generic plan is the custom one.
+    /// single-event append from 1.6 to 1.1 ms (BENCHMARKS.md). It applies to every statement of these sessions;
+    /// the hot ones look rows up by key, where the generic plan is the custom one.
     public func serviceConfiguration(limits: ServerLimits) -> PostgresClient.Configuration {
         var configuration = serviceConfiguration.limited(by: limits)
         configuration.options.additionalStartupParameters.removeAll { $0.0 == "plan_cache_mode" }

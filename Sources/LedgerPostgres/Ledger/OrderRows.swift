@@ -59,8 +59,11 @@ struct OrderRows: Sendable {
             finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at
         """
 
+    /// The order columns as `o.…`, for a statement that joins `orders AS o`.
+    static let orderColumnsOfO = orderColumnsOf("o")
+
     /// The order columns qualified by a table alias, for a statement that joins `orders`.
-    static func orderColumnsOf(_ alias: String) -> String {
+    private static func orderColumnsOf(_ alias: String) -> String {
         orderColumns.split(separator: ",").map { alias + "." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             .joined(separator: ", ")
     }

@@ -48,7 +48,7 @@ struct AppendStatements {
         SELECT clock_timestamp(), s.version, s.last_hash,
                stored.ids, stored.orders, stored.versions, stored.positions, stored.same,
                bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),
-               \(unescaped: OrderRows.orderColumnsOf("o"))
+               \(unescaped: OrderRows.orderColumnsOfO)
         FROM (VALUES (\(orderId))) AS wanted(order_id)
         LEFT JOIN streams s USING (order_id)
         LEFT JOIN orders o USING (order_id)

@@ -49,6 +49,9 @@ public struct EventStore: Sendable {
                 throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: snapshot.version)
             }
             let order = try projection(snapshot)
+            // Past its deadline the connection is being closed, and a statement sent on a closing connection may
+            // never answer (PostgresNIO 1.33), keeping its pool slot: the write is not sent.
+            try Task.checkCancellation()
             guard let appended = try await statements.write(
                 events, after: snapshot, projecting: order, queued: queued, on: connection)
             else { return nil }
