@@ -43,6 +43,10 @@ extension ProviderConfiguration.AppStore {
         }
         apps = try container.decode([ProviderConfiguration.App].self, forKey: .apps)
         signedDateToleranceSeconds = try container.decodeIfPresent(Double.self, forKey: .signedDateToleranceSeconds)
+        if let seconds = signedDateToleranceSeconds, !(0...86_400).contains(seconds) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .signedDateToleranceSeconds, in: container, debugDescription: "must be 0...86400 seconds")
+        }
     }
 }
 
@@ -104,6 +108,10 @@ extension ProviderConfiguration.WeChatPay {
         apiV3Key = try container.decode(WeChatPayAPIv3Key.self, forKey: .apiV3Key)
         platformKeys = try container.decode([ProviderConfiguration.PlatformKey].self, forKey: .platformKeys)
         maximumClockSkewSeconds = try container.decodeIfPresent(Double.self, forKey: .maximumClockSkewSeconds)
+        if let seconds = maximumClockSkewSeconds, !(0...3_600).contains(seconds) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .maximumClockSkewSeconds, in: container, debugDescription: "must be 0...3600 seconds")
+        }
     }
 }
 

@@ -70,7 +70,9 @@ public struct WeChatPayNotificationVerifier: Sendable, CustomStringConvertible, 
             padding: .insecurePKCS1v1_5)
         else { throw .signatureInvalid }
         let skew = Double(timestamp) - now.timeIntervalSince1970
-        guard abs(skew) <= maximumClockSkew else { throw .timestampOutOfWindow(secondsFromNow: Int64(skew.rounded())) }
+        guard abs(skew) <= maximumClockSkew else {
+            throw .timestampOutOfWindow(secondsFromNow: Int64(exactly: skew.rounded()) ?? (skew < 0 ? .min : .max))
+        }
 
         let envelope: WeChatPayWire.Envelope
         do { envelope = try JSONDecoder().decode(WeChatPayWire.Envelope.self, from: Data(body)) } catch {

@@ -197,6 +197,18 @@ struct AppStoreJWSTests {
         } == .inSignedTransactionInfo(.nestedEnvironmentMismatch(notification: .production, nested: .sandbox)))
     }
 
+    @Test func aNestedTransactionOfAnotherConfiguredAppIsRefused() async throws {
+        let apps = [
+            AppStoreApp(bundleId: Kit.bundleId, appAppleId: Kit.appAppleId, environments: [.production]),
+            AppStoreApp(bundleId: "com.example.other", appAppleId: 42, environments: [.production]),
+        ]
+        let transaction = try Kit.jws(payload: Kit.transactionPayload(bundleId: "com.example.other"), ca: ca)
+        let signed = try Kit.jws(payload: Kit.notificationPayload(signedTransactionInfo: transaction), ca: ca)
+        #expect(await refusal { () async throws(AppStoreVerificationError) in
+            try await Kit.verifier(trusting: ca, apps: apps).verifyNotification(signed, now: Kit.now)
+        } == .inSignedTransactionInfo(.nestedBundleIdMismatch(notification: Kit.bundleId, nested: "com.example.other")))
+    }
+
     @Test func malformedInputIsRefusedNotTrapped() async throws {
         let verifier = Kit.verifier(trusting: ca)
         for input in ["", "a.b", "...", "a.b.c.d", "!!.??.**", "e30.e30.", "e30.e30.e30"] {

@@ -94,6 +94,11 @@ struct ProviderConfigurationTests {
         #expect(error(json) == .invalid(field: "appStore.apps[0].appAppleId", reason: "required when environments include Production"))
     }
 
+    @Test func aNegativeClockSkewIsNamed() {
+        let json = #"{"wechatPay": {"merchantId": "1", "apiV3Key": "\#(Kit.apiV3KeyText)", "platformKeys": [], "maximumClockSkewSeconds": -1}}"#
+        #expect(error(json) == .invalid(field: "wechatPay.maximumClockSkewSeconds", reason: "must be 0...3600 seconds"))
+    }
+
     @Test func anUnknownEnvironmentIsNamed() {
         let json = #"{"appStore": {"trustedRoots": [{"pem": "x"}], "apps": [{"bundleId": "b", "environments": ["Sandbox", "Staging"]}]}}"#
         guard case .invalid(let field, _) = error(json) else { Issue.record("not refused"); return }
