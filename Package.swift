@@ -9,6 +9,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -68,6 +70,18 @@ let package = Package(
             ],
             resources: [.embedInCode("openapi.yaml")]
         ),
+        // Verifies and decodes the payment providers' signed messages (App Store JWS, Alipay, WeChat Pay).
+        // Pure: bytes and configuration in, typed values or a typed error out; no database, no HTTP framework.
+        .target(
+            name: "LedgerProviders",
+            dependencies: [
+                "LedgerCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         .executableTarget(
             name: "ledger",
             dependencies: [
@@ -81,6 +95,16 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        .testTarget(
+            name: "LedgerProvidersTests",
+            dependencies: [
+                "LedgerProviders", "LedgerCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         // Starts the test cluster and hands each test a fresh migrated database.
         .target(
             name: "LedgerTestSupport",

@@ -1,0 +1,51 @@
+/// Why a WeChat Pay API v3 notification was refused; each case names one check, for a 4xx answer and a security
+/// log line that tells a forgery (signature, tag) from a replay (timestamp) or a misrouted notification (mchid).
+public enum WeChatPayVerificationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `Wechatpay-Serial` names no configured platform key.
+    case unknownSerial(String)
+    /// `Wechatpay-Signature` is not base64.
+    case malformedSignature
+    /// `Wechatpay-Timestamp` is not a decimal number of seconds.
+    case malformedTimestamp(String)
+    /// The signature over `timestamp\nnonce\nbody\n` does not verify with the key the serial names.
+    case signatureInvalid
+    /// The timestamp is more than the allowed skew away from `now`, before or after (seconds, signed).
+    case timestampOutOfWindow(secondsFromNow: Int64)
+    /// The body does not decode; `field` names where.
+    case malformedBody(field: String)
+    /// `resource.algorithm` is not `AEAD_AES_256_GCM`.
+    case unsupportedAlgorithm(String)
+    /// `resource.ciphertext` is not base64 of at least a 16-byte tag, or `resource.nonce` is not a usable nonce.
+    case malformedCiphertext
+    /// AES-256-GCM refused the ciphertext: the tag does not hold (tampered, or another APIv3 key).
+    case decryptionFailed
+    /// `event_type` is neither a `TRANSACTION.*` nor a `REFUND.*` event.
+    case unsupportedEventType(String)
+    /// The decrypted resource does not decode; `field` names where.
+    case malformedResource(field: String)
+    /// The resource's `mchid` is not the configured merchant id.
+    case merchantIdMismatch(found: String)
+    /// `trade_state` / `refund_status` is not one the ledger knows.
+    case unknownState(String)
+    /// A time field is not RFC 3339.
+    case malformedTime(field: String, value: String)
+
+    public var description: String {
+        switch self {
+        case .unknownSerial(let serial): "unknown_serial (\(serial))"
+        case .malformedSignature: "malformed_signature"
+        case .malformedTimestamp(let text): "malformed_timestamp (\(text))"
+        case .signatureInvalid: "signature_invalid"
+        case .timestampOutOfWindow(let seconds): "timestamp_out_of_window (\(seconds) s)"
+        case .malformedBody(let field): "malformed_body (\(field))"
+        case .unsupportedAlgorithm(let algorithm): "unsupported_algorithm (\(algorithm))"
+        case .malformedCiphertext: "malformed_ciphertext"
+        case .decryptionFailed: "decryption_failed"
+        case .unsupportedEventType(let type): "unsupported_event_type (\(type))"
+        case .malformedResource(let field): "malformed_resource (\(field))"
+        case .merchantIdMismatch(let found): "merchant_id_mismatch (\(found))"
+        case .unknownState(let state): "unknown_state (\(state))"
+        case .malformedTime(let field, let value): "malformed_time (\(field)=\(value))"
+        }
+    }
+}
