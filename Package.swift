@@ -41,6 +41,7 @@ let package = Package(
                 .embedInCode("007_stream_head.sql"),
                 .embedInCode("008_append_guard.sql"),
                 .embedInCode("009_token_epoch.sql"),
+                .embedInCode("010_provider_messages.sql"),
             ]
         ),
         .target(
@@ -57,7 +58,8 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerPostgres",
+                "LedgerCore", "LedgerPostgres", "LedgerProviders",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -85,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "ledger",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerHTTP",
+                "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerProviders",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -11,5 +11,6 @@ public enum LedgerSchema {
         ("007_stream_head.sql", String(decoding: PackageResources._07_stream_head_sql, as: UTF8.self)),
         ("008_append_guard.sql", String(decoding: PackageResources._08_append_guard_sql, as: UTF8.self)),
         ("009_token_epoch.sql", String(decoding: PackageResources._09_token_epoch_sql, as: UTF8.self)),
+        ("010_provider_messages.sql", String(decoding: PackageResources._10_provider_messages_sql, as: UTF8.self)),
     ]
 }

@@ -25,6 +25,7 @@ extension OrderEvent {
             members["originalTransactionId"] = receipt.originalTransactionId.map(JSONValue.string)
             members["submittedBy"] = receipt.submittedBy.map(JSONValue.string)
             members["receiptSha256"] = receipt.receiptSha256.map(JSONValue.string)
+            members["signedTransaction"] = receipt.signedTransaction.map(JSONValue.string)
         case .receiptVerified(let verified):
             members = [
                 "transactionId": .string(verified.transactionId),
@@ -49,6 +50,26 @@ extension OrderEvent {
             members["amount"] = refund.amount.map(JSONValue.money)
             members["reason"] = refund.reason.map(JSONValue.string)
             members["refundedAt"] = refund.refundedAt.map(JSONValue.time)
+        case .refundReversed(let reversal):
+            members = ["transactionId": .string(reversal.transactionId)]
+        case .providerNotified(let notice):
+            members = [
+                "provider": .string(notice.provider.rawValue),
+                "notificationId": .string(notice.notificationId),
+                "notificationType": .string(notice.notificationType),
+                "effect": .string(notice.effect.rawValue),
+                "signedAt": .time(notice.signedAt),
+                "evidence": notice.evidence,
+            ]
+            members["subtype"] = notice.subtype.map(JSONValue.string)
+            members["transactionId"] = notice.transactionId.map(JSONValue.string)
+            members["originalTransactionId"] = notice.originalTransactionId.map(JSONValue.string)
+            members["productId"] = notice.productId.map(JSONValue.string)
+            members["amount"] = notice.amount.map(JSONValue.money)
+            members["environment"] = notice.environment.map { .string($0.rawValue) }
+            members["appAccountToken"] = notice.appAccountToken.map(JSONValue.uuid)
+            members["purchasedAt"] = notice.purchasedAt.map(JSONValue.time)
+            members["revocationReason"] = notice.revocationReason.map(JSONValue.string)
         }
         return .object(members)
     }

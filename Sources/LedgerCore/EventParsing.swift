@@ -16,6 +16,8 @@ extension OrderEvent {
         case .orderFinished: self = .finished(try OrderFinished(fields))
         case .orderCancelled: self = .cancelled(try OrderCancelled(fields))
         case .orderRefunded: self = .refunded(try OrderRefunded(fields))
+        case .refundReversed: self = .refundReversed(try RefundReversed(fields))
+        case .providerNotified: self = .providerNotified(try ProviderNotified(fields))
         }
     }
 
@@ -24,13 +26,19 @@ extension OrderEvent {
         switch type {
         case .orderCreated: ["accountId", "productId", "quantity", "amount", "provider", "environment", "appAccountToken"]
         case .paymentQueued: ["appAccountToken", "applicationUsername"]
-        case .receiptReceived: ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256"]
+        case .receiptReceived:
+            ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256", "signedTransaction"]
         case .receiptVerified: ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price"]
         case .verificationFailed: ["code", "retryable", "message"]
         case .orderGranted: ["transactionId", "accountId", "items"]
         case .orderFinished: ["by"]
         case .orderCancelled: ["reason"]
         case .orderRefunded: ["transactionId", "amount", "reason", "refundedAt"]
+        case .refundReversed: ["transactionId"]
+        case .providerNotified:
+            ["provider", "notificationId", "notificationType", "subtype", "effect", "signedAt", "transactionId",
+             "originalTransactionId", "productId", "amount", "environment", "appAccountToken", "purchasedAt",
+             "revocationReason", "evidence"]
         }
     }
 }
@@ -65,7 +73,8 @@ extension ReceiptReceived {
             originalTransactionId: try data.id("originalTransactionId"),
             source: try data.choice("source", ReceiptSource.self) ?? .client,
             submittedBy: try data.id("submittedBy"),
-            receiptSha256: try data.receiptSha256())
+            receiptSha256: try data.receiptSha256(),
+            signedTransaction: try data.text("signedTransaction", length: 1...65_536, printable: true))
     }
 }
 
@@ -124,5 +133,36 @@ extension OrderRefunded {
             amount: try data.money("amount"),
             reason: try data.text("reason", length: 0...256),
             refundedAt: try data.time("refundedAt"))
+    }
+}
+
+extension RefundReversed {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(transactionId: try data.required("transactionId", data.id))
+    }
+}
+
+extension ProviderNotified {
+    init(_ data: DataFields) throws(EventValidationError) {
+        self.init(
+            provider: try data.required("provider") { key throws(EventValidationError) in try data.choice(key, Provider.self) },
+            notificationId: try data.required("notificationId") { key throws(EventValidationError) in
+                try data.text(key, length: 1...128, printable: true)
+            },
+            notificationType: try data.required("notificationType") { key throws(EventValidationError) in
+                try data.text(key, length: 1...64, printable: true)
+            },
+            subtype: try data.text("subtype", length: 1...64, printable: true),
+            effect: try data.required("effect") { key throws(EventValidationError) in try data.choice(key, ProviderEffect.self) },
+            signedAt: try data.required("signedAt", data.time),
+            transactionId: try data.id("transactionId"),
+            originalTransactionId: try data.id("originalTransactionId"),
+            productId: try data.id("productId"),
+            amount: try data.money("amount"),
+            environment: try data.choice("environment", PurchaseEnvironment.self),
+            appAccountToken: try data.uuid("appAccountToken"),
+            purchasedAt: try data.time("purchasedAt"),
+            revocationReason: try data.text("revocationReason", length: 1...64, printable: true),
+            evidence: try data.required("evidence", data.object))
     }
 }

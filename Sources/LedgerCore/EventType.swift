@@ -9,4 +9,7 @@ public enum EventType: String, Sendable, Hashable, Codable, CaseIterable {
     case orderFinished = "order.finished"
     case orderCancelled = "order.cancelled"
     case orderRefunded = "order.refunded"
+    case refundReversed = "order.refund_reversed"
+    /// A payment provider's own signed message, verified by the ledger (never posted by a client).
+    case providerNotified = "provider.notified"
 }

@@ -11,6 +11,10 @@ public enum OrderDecider {
             return .invalidTransition(state: nil, event: event.type, allowed: allowedEvents(from: nil))
         }
         switch (order.state, event, binding) {
+        // provider.notified — a verified provider fact: recorded in every state, never refused.
+        case (_, .providerNotified, _):
+            return nil
+
         // order.created — once per order.
         case (_, .created, _):
             return .orderExists(orderId: orderId)
@@ -63,6 +67,10 @@ public enum OrderDecider {
              (.verified, .refunded(let refund), _):
             return sameTransaction(order, refund.transactionId)
 
+        // order.refund_reversed — the provider took its refund back.
+        case (.refunded, .refundReversed(let reversal), _):
+            return sameTransaction(order, reversal.transactionId)
+
         default:
             return invalidTransition(order, event)
         }
@@ -73,16 +81,17 @@ public enum OrderDecider {
     public static func allowedEvents(from state: OrderState?) -> [EventType] {
         let allowed: Set<EventType> = switch state {
         case nil: [.orderCreated]
-        case .created: [.paymentQueued, .receiptReceived, .orderCancelled]
-        case .paymentQueued: [.receiptReceived, .orderCancelled]
-        case .receiptReceived: [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished]
-        case .verificationFailed: [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished]
-        case .verified: [.receiptReceived, .orderGranted, .orderFinished, .orderRefunded]
-        case .granted: [.receiptReceived, .orderFinished, .orderRefunded]
-        case .finished: [.receiptReceived, .orderRefunded]
-        case .rejected: [.orderFinished]
-        case .cancelled: [.receiptReceived, .orderFinished]
-        case .refunded: [.receiptReceived, .orderFinished]
+        case .created: [.paymentQueued, .receiptReceived, .orderCancelled, .providerNotified]
+        case .paymentQueued: [.receiptReceived, .orderCancelled, .providerNotified]
+        case .receiptReceived: [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished, .providerNotified]
+        case .verificationFailed:
+            [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished, .providerNotified]
+        case .verified: [.receiptReceived, .orderGranted, .orderFinished, .orderRefunded, .providerNotified]
+        case .granted: [.receiptReceived, .orderFinished, .orderRefunded, .providerNotified]
+        case .finished: [.receiptReceived, .orderRefunded, .providerNotified]
+        case .rejected: [.orderFinished, .providerNotified]
+        case .cancelled: [.receiptReceived, .orderFinished, .providerNotified]
+        case .refunded: [.receiptReceived, .orderFinished, .refundReversed, .providerNotified]
         }
         return EventType.allCases.filter(allowed.contains)
     }

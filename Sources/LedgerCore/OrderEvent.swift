@@ -11,6 +11,8 @@ public enum OrderEvent: Sendable, Hashable {
     case finished(OrderFinished)
     case cancelled(OrderCancelled)
     case refunded(OrderRefunded)
+    case refundReversed(RefundReversed)
+    case providerNotified(ProviderNotified)
 
     public var type: EventType {
         switch self {
@@ -23,6 +25,8 @@ public enum OrderEvent: Sendable, Hashable {
         case .finished: .orderFinished
         case .cancelled: .orderCancelled
         case .refunded: .orderRefunded
+        case .refundReversed: .refundReversed
+        case .providerNotified: .providerNotified
         }
     }
 
@@ -34,7 +38,9 @@ public enum OrderEvent: Sendable, Hashable {
         case .receiptVerified(let verified): verified.transactionId
         case .granted(let grant): grant.transactionId
         case .refunded(let refund): refund.transactionId
-        case .created, .paymentQueued, .verificationFailed, .finished, .cancelled: nil
+        case .refundReversed(let reversal): reversal.transactionId
+        // Evidence, not a claim: a provider's message binds nothing (what it leads to does, through its own events).
+        case .created, .paymentQueued, .verificationFailed, .finished, .cancelled, .providerNotified: nil
         }
     }
 }
@@ -88,16 +94,20 @@ public struct ReceiptReceived: Sendable, Hashable {
     public var submittedBy: String?
     /// 64 lower-case hex digits.
     public var receiptSha256: String?
+    /// A StoreKit 2 signed transaction (JWS) the ledger verified before recording this receipt, kept verbatim so
+    /// `ledger verify --signatures` can verify it again; the `receipt.verified` after it is the ledger's own.
+    public var signedTransaction: String?
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, source: ReceiptSource = .client,
-        submittedBy: String? = nil, receiptSha256: String? = nil
+        submittedBy: String? = nil, receiptSha256: String? = nil, signedTransaction: String? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.source = source
         self.submittedBy = submittedBy
         self.receiptSha256 = receiptSha256
+        self.signedTransaction = signedTransaction
     }
 }
 

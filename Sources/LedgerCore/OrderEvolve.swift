@@ -11,7 +11,10 @@ extension OrderDecider {
             return Order(
                 orderId: recorded.orderId, accountId: created.accountId, productId: created.productId,
                 quantity: created.quantity, amount: created.amount, provider: created.provider,
-                environment: created.environment, appAccountToken: created.appAccountToken, state: .created,
+                environment: created.environment,
+                appAccountToken: created.appAccountToken
+                    ?? (created.provider == .appStore ? AppAccountToken.forOrderId(recorded.orderId) : nil),
+                state: .created,
                 version: recorded.version, transactionId: nil, flags: [], verificationAttempts: 0, lastErrorCode: nil,
                 refundedAmount: nil, createdAt: at, updatedAt: at, grantedAt: nil, finishedAt: nil, refundedAt: nil)
         }
@@ -68,8 +71,11 @@ extension OrderDecider {
             order.refund(refund, at: at)
             order.raise(.refundedBeforeGrant)
 
+        case (.refunded, .refundReversed):
+            order.reverseRefund()
+
         default:
-            break  // not a row of the table: only version and updatedAt move
+            break  // not a row of the table (a provider fact included): only version and updatedAt move: only version and updatedAt move
         }
         return order
     }
@@ -85,5 +91,17 @@ extension Order {
         state = .refunded
         refundedAt = time
         refundedAmount = refund.amount ?? amount
+    }
+
+    /// Back to where the refund found the order: not granted → verified; granted → granted, or finished when the
+    /// finish came after the grant. The refund's flags stay: they record what happened.
+    fileprivate mutating func reverseRefund() {
+        if let grantedAt {
+            state = finishedAt.map { $0 >= grantedAt } == true ? .finished : .granted
+        } else {
+            state = .verified
+        }
+        refundedAt = nil
+        refundedAmount = nil
     }
 }

@@ -2,13 +2,17 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import LedgerPostgres
+import LedgerProviders
 import Logging
 import PostgresNIO
 
 /// Assembles the HTTP API: every route, its scope, and the middleware around it.
 public enum LedgerApplication {
     /// The router alone: what tests drive and what `serve` runs.
-    public static func router(ledger: Ledger, tokens: TokenStore, metrics: LedgerMetrics = .shared) -> Router<LedgerRequestContext> {
+    /// `providers` enables the providers' notification endpoints and signed-transaction receipts (none by default).
+    public static func router(
+        ledger: Ledger, tokens: TokenStore, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers()
+    ) -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
         // Outermost first: the request log sees the final status, metrics too, errors become JSON answers inside.
         router.add(middleware: RequestLogMiddleware())
@@ -19,7 +23,8 @@ public enum LedgerApplication {
         let tokens = TokenCache(tokens: tokens)
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
-        OrderRoutes(ledger: ledger, metrics: metrics).register(writers: writers, readers: readers)
+        ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
+        OrderRoutes(ledger: ledger, metrics: metrics, appStore: providers.appStore).register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(client: ledger.client).register(finance: finance)
@@ -33,11 +38,11 @@ public enum LedgerApplication {
 
     /// The application `serve` runs, with the PostgreSQL client as one of its services.
     public static func make(
-        ledger: Ledger, host: String, port: Int, logger: Logger,
+        ledger: Ledger, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(ledger: ledger, tokens: TokenStore(client: ledger.client)),
+            router: router(ledger: ledger, tokens: TokenStore(client: ledger.client), providers: providers),
             server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             services: [ledger.client],

@@ -3,12 +3,15 @@ import HTTPTypes
 import Hummingbird
 import LedgerCore
 import LedgerPostgres
+import LedgerProviders
 
 /// `/v1/orders…`: post events, read an order, its history, and lists of orders.
 struct OrderRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
     let metrics: LedgerMetrics
+    /// Verifies StoreKit 2 signed transactions posted on `receipt.received`; nil when the App Store is not configured.
+    let appStore: AppStoreJWSVerifier?
 
     func register(writers: RouterGroup<Context>, readers: RouterGroup<Context>) {
         writers.post("orders/{orderId}/events", use: postEvents)
@@ -24,8 +27,9 @@ struct OrderRoutes {
             let metadata = EventMetadata(
                 actor: context.actor, requestId: context.requestId,
                 correlationId: request.headers[.correlationId], causationId: request.headers[.causationId])
+            let submissions = try await SignedTransactionReceipts.resolve(posted.submissions, verifier: appStore)
             let recorded = try await ledger.record(
-                orderId: orderId, events: posted.submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
+                orderId: orderId, events: submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
             if recorded.append.isReplay {
                 return JSONResponse.make(status: .ok, body: recorded.json, headers: [.idempotentReplay: "true"])
             }

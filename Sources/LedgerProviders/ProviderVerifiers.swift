@@ -10,6 +10,15 @@ public struct ProviderVerifiers: Sendable {
     public var alipay: AlipayNotificationVerifier?
     public var wechatPay: WeChatPayNotificationVerifier?
 
+    public init(
+        appStore: AppStoreJWSVerifier? = nil, alipay: AlipayNotificationVerifier? = nil,
+        wechatPay: WeChatPayNotificationVerifier? = nil
+    ) {
+        self.appStore = appStore
+        self.alipay = alipay
+        self.wechatPay = wechatPay
+    }
+
     /// Reads and decodes the file at `path` (`--providers-config` / `LEDGER_PROVIDERS_CONFIG`) and builds the
     /// verifiers; relative paths inside it are relative to the file's directory.
     public static func load(configurationFile path: String) throws(ProviderConfigurationError) -> ProviderVerifiers {

@@ -31,6 +31,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var serverLimits: ServerLimitOptions
+    @OptionGroup var providers: ProviderOptions
 
     func run() async throws {
         // Swift tasks run on NIO's event loops: no hop to the concurrency pool and back on every await of the
@@ -38,6 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
         _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         CommandLogging.bootstrap(defaultLevel: .info)
         let logger = Logger(label: "ledger")
+        let verifiers = try providers.load(logger: logger)
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
         let (resolved, startedEmbedded) = try Database.resolve(url: database.url, poolSize: poolSize)
         defer {
@@ -53,7 +55,9 @@ struct ServeCommand: AsyncParsableCommand {
         let client = PostgresClient(configuration: serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
         let ledger = Ledger(client: client, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
-        let app = LedgerApplication.make(ledger: ledger, host: host, port: port, logger: logger) { port in
+        let app = LedgerApplication.make(
+            ledger: ledger, host: host, port: port, logger: logger, providers: verifiers
+        ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
         }
         let sealInterval = sealInterval

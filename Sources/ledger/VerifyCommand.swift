@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import LedgerPostgres
+import LedgerProviders
+import Logging
+import PostgresNIO
 
 /// `ledger verify`: hash chains, digests and projections; exit status 1 with a report when anything fails.
 struct VerifyCommand: AsyncParsableCommand {
@@ -10,7 +13,10 @@ struct VerifyCommand: AsyncParsableCommand {
 
     @Option(help: "A digest saved earlier, as DIGEST@POSITION: prove the history up to POSITION is unchanged.")
     var digest: String?
+    @Flag(help: "Also verify every stored App Store JWS (notifications, signed transactions) against the configured roots.")
+    var signatures = false
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var providers: ProviderOptions
 
     func run() async throws {
         let pinned = try digest.map { text in
@@ -19,9 +25,49 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             return pinned
         }
-        let report = try await database.withMigratedClient { client in try await LedgerVerifier(client: client).verify(pinned: pinned) }
-        announce(VerifyReportText.render(report))  // unbuffered: the exit below skips flushing stdout
-        if !report.passed { throw ExitCode(1) }
+        let verifier = try signatures ? appStoreVerifier() : nil
+        let (report, signatureLines, signaturesPassed) = try await database.withMigratedClient { client in
+            let report = try await LedgerVerifier(client: client).verify(pinned: pinned)
+            guard let verifier else { return (report, [String](), true) }
+            let (lines, passed) = try await Self.verifySignatures(client: client, verifier: verifier)
+            return (report, lines, passed)
+        }
+        var text = VerifyReportText.render(report)
+        if signatures {
+            // The signature lines go before the verdict, which covers them too.
+            text = text.split(separator: "\n").dropLast().joined(separator: "\n") + "\n"
+                + (signatureLines + [report.passed && signaturesPassed ? "PASSED" : "FAILED"]).joined(separator: "\n")
+        }
+        announce(text)  // unbuffered: the exit below skips flushing stdout
+        if !report.passed || !signaturesPassed { throw ExitCode(1) }
+    }
+
+    private func appStoreVerifier() throws -> AppStoreJWSVerifier {
+        guard let verifier = try providers.load(logger: Logger(label: "ledger")).appStore else {
+            throw ValidationError("--signatures needs the App Store's trusted roots: --providers-config (or LEDGER_PROVIDERS_CONFIG) with an appStore section")
+        }
+        return verifier
+    }
+
+    /// Verifies each stored App Store JWS again (chain at its signedDate, OIDs, signature, app): a report line per
+    /// failure and a summary.
+    static func verifySignatures(client: PostgresClient, verifier: AppStoreJWSVerifier) async throws -> ([String], Bool) {
+        var checked = 0
+        var failures: [String] = []
+        try await StoredSignatures(client: client).forEachAppStoreJWS { stored in
+            checked += 1
+            do {
+                switch stored.kind {
+                case .notification: _ = try await verifier.verifyNotification(stored.jws, now: Date())
+                case .transaction: _ = try await verifier.verifyTransaction(stored.jws, now: Date())
+                }
+            } catch {
+                failures.append("  \(stored.location) (\(stored.kind.rawValue)): \(error)")
+            }
+        }
+        let summary = failures.isEmpty
+            ? "signatures: ok, \(checked) App Store JWS verified" : "signatures: \(failures.count) of \(checked) App Store JWS fail"
+        return ([summary] + failures, failures.isEmpty)
     }
 }
 

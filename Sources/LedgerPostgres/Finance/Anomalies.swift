@@ -16,14 +16,25 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     case stuckPayment = "stuck_payment"
     /// A grant refused for `account_mismatch` or `already_granted` (from the refusal log).
     case refusedGrant = "refused_grant"
+    /// A provider confirmed the payment (its signed message is on the order) and the order is still not granted.
+    case paidNotGranted = "paid_not_granted"
+    /// A provider refunded an order that had been granted: the goods were credited and the money went back.
+    case refundedAtProvider = "refunded_at_provider"
+    /// A provider's payment names another amount (or currency) than the order's; the payment was not applied.
+    case amountMismatch = "amount_mismatch"
+    /// A provider's verified message that matches no order: paid at the provider, no order here.
+    case unknownProviderTransaction = "unknown_provider_transaction"
+    /// Apple asks for consumption information about a refund request (answer within 12 hours).
+    case consumptionRequest = "consumption_request"
 
     /// How old a case must be before it is reported (`olderThan` overrides it).
     public var defaultThreshold: Duration {
         switch self {
-        case .lostOrder: .seconds(600)
+        case .lostOrder, .paidNotGranted: .seconds(600)
         case .notFinished: .seconds(3600)
         case .stuckPayment: .seconds(86_400)
-        case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant: .zero
+        case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant, .refundedAtProvider,
+             .amountMismatch, .unknownProviderTransaction, .consumptionRequest: .zero
         }
     }
 
@@ -54,6 +65,41 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 FROM refusals r LEFT JOIN orders o USING (order_id)
                 WHERE r.event_type = 'order.granted' AND r.code IN ('account_mismatch', 'already_granted')
                   AND r.recorded_at < now() - make_interval(secs => $1)
+                """
+        case .paidNotGranted:
+            return """
+                SELECT o.order_id, o.account_id, o.state, p.paid_at,
+                       'paid at ' || p.provider || ' (' || p.notification_type || ', transaction '
+                           || coalesce(p.transaction_id, '') || '), not granted: ' || o.state,
+                       o.order_id
+                FROM orders o
+                JOIN LATERAL (SELECT provider, notification_type, transaction_id, recorded_at AS paid_at
+                              FROM provider_messages m WHERE m.order_id = o.order_id AND m.effect = 'payment'
+                              ORDER BY recorded_at LIMIT 1) p ON true
+                WHERE o.granted_at IS NULL AND p.paid_at < now() - make_interval(secs => $1)
+                """
+        case .refundedAtProvider, .amountMismatch, .consumptionRequest:
+            let (effect, condition, detail) = switch self {
+            case .refundedAtProvider:
+                ("refund", "o.granted_at IS NOT NULL", "'refunded at ' || m.provider || ' after the grant of ' || o.granted_at")
+            case .amountMismatch:
+                ("payment", "m.amount_value IS NOT NULL AND (m.amount_value, m.currency) IS DISTINCT FROM (o.amount_value, o.currency)",
+                 "m.provider || ' says ' || m.amount_value || ' ' || m.currency || ', the order ' || o.amount_value || ' ' || o.currency")
+            default:
+                ("consumption_request", "true", "'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'")
+            }
+            return """
+                SELECT o.order_id, o.account_id, o.state, m.recorded_at, \(detail), m.provider || ':' || m.notification_id
+                FROM provider_messages m JOIN orders o USING (order_id)
+                WHERE m.effect = '\(effect)' AND \(condition) AND m.recorded_at < now() - make_interval(secs => $1)
+                """
+        case .unknownProviderTransaction:
+            return """
+                SELECT coalesce(named_order_id, ''), '', 'unmatched', recorded_at,
+                       provider || ' ' || notification_type || ' for transaction ' || coalesce(transaction_id, '')
+                           || coalesce(' (order ' || named_order_id || ' is not in the ledger)', ': no order has its appAccountToken or transaction'),
+                       provider || ':' || notification_id
+                FROM provider_messages WHERE order_id IS NULL AND recorded_at < now() - make_interval(secs => $1)
                 """
         }
     }

@@ -29,10 +29,22 @@ public struct Ledger: Sendable {
             throw LedgerError.invalidEvent(field: "orderId", message: "orderId " + Identifier.rule)
         }
         let events = try Self.parse(submissions)
-        let newEvents = zip(submissions, events).map { submission, event in
+        return try await record(
+            orderId: orderId,
+            events: zip(submissions, events).map { IdentifiedEvent(eventId: $0.eventId, event: $1, occurredAt: $0.occurredAt) },
+            expectedVersion: expectedVersion, metadata: metadata)
+    }
+
+    /// Records validated events: what `record(orderId:events:…)` does once the submissions parse, and what a
+    /// provider's verified message is recorded through (`recordProviderMessage`).
+    func record(
+        orderId: String, events identified: [IdentifiedEvent], expectedVersion: ExpectedVersion, metadata: EventMetadata
+    ) async throws -> Recorded {
+        let events = identified.map(\.event)
+        let newEvents = identified.map { event in
             NewEvent(
-                eventId: submission.eventId, type: event.type.rawValue, data: event.data, metadata: metadata.json,
-                occurredAt: submission.occurredAt)
+                eventId: event.eventId, type: event.event.type.rawValue, data: event.event.data, metadata: metadata.json,
+                occurredAt: event.occurredAt)
         }
         let append: AppendResult, order: Order?
         do {
@@ -63,8 +75,9 @@ public struct Ledger: Sendable {
         return try submissions.enumerated().map { index, submission in
             guard seen.insert(submission.eventId).inserted else { throw LedgerError.duplicateEventId(submission.eventId) }
             let prefix = submissions.count == 1 ? "" : "events[\(index)]."
+            let event: OrderEvent
             do throws(EventValidationError) {
-                return try OrderEvent(type: submission.type, data: submission.data)
+                event = try OrderEvent(type: submission.type, data: submission.data)
             } catch {
                 switch error {
                 case .unknownEventType(let type):
@@ -73,6 +86,13 @@ public struct Ledger: Sendable {
                     throw LedgerError.invalidEvent(field: prefix + field, message: prefix + message)
                 }
             }
+            // Only the ledger speaks for a provider, from a message whose signature it checked.
+            guard event.type != .providerNotified else {
+                throw LedgerError.invalidEvent(
+                    field: prefix + "type",
+                    message: prefix + "type provider.notified is recorded by the ledger itself, from a provider's verified message")
+            }
+            return event
         }
     }
 

@@ -16,6 +16,13 @@ public struct Submission: Sendable, Hashable {
     }
 }
 
+/// A validated event with its idempotency key.
+struct IdentifiedEvent: Sendable, Hashable {
+    var eventId: UUID
+    var event: OrderEvent
+    var occurredAt: Date?
+}
+
 /// Who posted events and in which request: stored as each event's metadata.
 public struct EventMetadata: Sendable, Hashable {
     public var actor: String

@@ -1,9 +1,11 @@
-import Crypto
 import Foundation
 
 /// The `appAccountToken` a client sets on a StoreKit 2 purchase (`Product.PurchaseOption.appAccountToken`) so
 /// that the signed transaction names the ledger's order: Apple returns the UUID untouched in every transaction
 /// and notification, inside the signed payload.
+///
+/// An App Store order created without a token has this one (`OrderDecider.evolve`), so a notification finds the
+/// order even when the client derived the token but never posted it.
 ///
 /// Derivation (a client must do exactly this): the name-based UUID version 5 (RFC 9562 §5.5, SHA-1) of the
 /// order id's UTF-8 bytes in the namespace ``namespace`` (`6f1c3a52-9e0b-4d6e-8a47-2b5d0c9e7f13`). Always, also
@@ -17,15 +19,7 @@ public enum AppAccountToken {
 
     /// The UUID v5 of `orderId` in ``namespace``.
     public static func forOrderId(_ orderId: String) -> UUID {
-        var hasher = Insecure.SHA1()
-        withUnsafeBytes(of: namespace.uuid) { hasher.update(bufferPointer: $0) }
-        hasher.update(data: Array(orderId.utf8))
-        var bytes = Array(hasher.finalize().prefix(16))
-        bytes[6] = (bytes[6] & 0x0f) | 0x50  // version 5
-        bytes[8] = (bytes[8] & 0x3f) | 0x80  // RFC 9562 variant
-        return UUID(uuid: (
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        NameBasedUUID.version5(namespace: namespace, name: orderId)
     }
 
     /// Whether `token` (from a verified transaction) is the one derived from `orderId`.

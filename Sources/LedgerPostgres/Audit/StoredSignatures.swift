@@ -1,0 +1,42 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A signed App Store message the ledger keeps verbatim: a notification (`provider.notified` evidence, or a message
+/// no order matched) or a StoreKit 2 signed transaction (`receipt.received`).
+public struct StoredAppStoreJWS: Sendable, Hashable {
+    public enum Kind: String, Sendable { case notification, transaction }
+    /// Where it is kept: `order ORDER version N`, or `unmatched NOTIFICATION_UUID`.
+    public var location: String
+    public var kind: Kind
+    public var jws: String
+}
+
+/// Reads every stored App Store JWS for `ledger verify --signatures`, one at a time (memory holds one).
+public struct StoredSignatures: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public func forEachAppStoreJWS(_ body: (StoredAppStoreJWS) async throws -> Void) async throws {
+        let rows = try await client.query(
+            """
+            SELECT 'order ' || order_id || ' version ' || version, 'notification', data->'evidence'->>'signedPayload', position
+            FROM events WHERE type = 'provider.notified' AND data->>'provider' = 'app_store'
+            UNION ALL
+            SELECT 'order ' || order_id || ' version ' || version, 'transaction', data->>'signedTransaction', position
+            FROM events WHERE type = 'receipt.received' AND data ? 'signedTransaction'
+            UNION ALL
+            SELECT 'unmatched ' || notification_id, 'notification', unmatched_data->'evidence'->>'signedPayload', NULL
+            FROM provider_messages WHERE order_id IS NULL AND provider = 'app_store'
+            ORDER BY 4 NULLS LAST, 1
+            """, logger: logger)
+        for try await (location, kind, jws, _) in rows.decode((String, String, String?, Int64?).self) {
+            try await body(StoredAppStoreJWS(location: location, kind: kind == "transaction" ? .transaction : .notification, jws: jws ?? ""))
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import LedgerCore
+import PostgresNIO
+
+/// What recording a provider's verified message came to.
+public enum ProviderMessageOutcome: Sendable, Hashable {
+    /// Recorded on the order: `provider.notified`, then the events it led to (`followed`); `refusal` says why
+    /// the follow-up stopped short, if it did (the fact itself is never refused).
+    case recorded(orderId: String, followed: [EventType], refusal: Refusal?)
+    /// Already recorded (a provider's retry): nothing new was written.
+    case duplicate(orderId: String?)
+    /// No order matches: kept in `provider_messages` as `unknown_provider_transaction`.
+    case unmatched
+}
+
+extension Ledger {
+    /// How often a message is read and decided again when its order moved meanwhile.
+    static let providerMessageAttempts = 8
+
+    /// Namespace of the event ids derived from a provider message (`provider:notificationId:index`): a provider's
+    /// retry derives the same ids, so two deliveries racing on one order store the message once.
+    static let providerEventNamespace = UUID(uuid: (
+        0x3b, 0x8e, 0x51, 0x0c, 0x7a, 0x24, 0x4f, 0x19, 0x9d, 0x66, 0x0e, 0x42, 0xb7, 0x1a, 0xc3, 0x58))
+
+    /// Records a provider's verified message: on the order it matches (by the order id it names, a transaction
+    /// bound to an order, then the `appAccountToken`), followed by what it leads to (`ProviderFollowUp`), all in one
+    /// append; or, matching no order, in `provider_messages` alone. Idempotent by the provider's message id.
+    public func recordProviderMessage(_ message: ProviderMessage, requestId: String? = nil) async throws -> ProviderMessageOutcome {
+        let fact = message.fact
+        if let seen = try await recordedProviderMessage(fact) { return .duplicate(orderId: seen) }
+        guard let orderId = try await orderMatching(message.match) else {
+            try await keepUnmatched(message)
+            return .unmatched
+        }
+        let metadata = EventMetadata(actor: "provider:\(fact.provider.rawValue)", requestId: requestId)
+        for _ in 0..<Self.providerMessageAttempts {
+            let (entries, current) = try await history(orderId, upTo: nil)
+            guard let order = current else { break }
+            let facts = try entries.compactMap { entry -> ProviderNotified? in
+                guard case .providerNotified(let recorded) = try entry.event.recordedOrderEvent().event else { return nil }
+                return recorded
+            }
+            if facts.contains(where: { $0.provider == fact.provider && $0.notificationId == fact.notificationId }) {
+                return .duplicate(orderId: orderId)
+            }
+            let followUp = ProviderFollowUp.events(for: order, facts: facts + [fact])
+            do {
+                try await recordFact(fact, followedBy: followUp.events, on: order, metadata: metadata)
+                return .recorded(orderId: orderId, followed: followUp.events.map(\.type), refusal: followUp.refusal)
+            } catch let refusal as Refusal {
+                // The follow-up was refused against what the append read (a transaction another order holds):
+                // the fact alone is recorded, and the refusal (already in the refusal log) is the answer's.
+                do {
+                    try await recordFact(fact, followedBy: [], on: order, metadata: metadata)
+                    return .recorded(orderId: orderId, followed: [], refusal: refusal)
+                } catch EventStoreError.versionConflict, EventStoreError.idempotencyConflict {}
+            } catch EventStoreError.versionConflict, EventStoreError.idempotencyConflict {
+                // The order moved (or the same message is being recorded by another delivery): read again.
+            }
+        }
+        throw EventStoreError.contended(orderId: orderId)
+    }
+
+    private func recordFact(
+        _ fact: ProviderNotified, followedBy followUp: [OrderEvent], on order: Order, metadata: EventMetadata
+    ) async throws {
+        let events = ([.providerNotified(fact)] + followUp).enumerated().map { index, event in
+            IdentifiedEvent(
+                eventId: NameBasedUUID.version5(
+                    namespace: Self.providerEventNamespace, name: "\(fact.provider.rawValue):\(fact.notificationId):\(index)"),
+                event: event, occurredAt: nil)
+        }
+        _ = try await record(orderId: order.orderId, events: events, expectedVersion: .exactly(order.version), metadata: metadata)
+    }
+
+    /// The order a message was recorded on, if it was recorded (nil order id: kept unmatched); nil if it was not.
+    private func recordedProviderMessage(_ fact: ProviderNotified) async throws -> String?? {
+        let rows = try await client.query(
+            """
+            SELECT order_id FROM provider_messages
+            WHERE provider = \(fact.provider.rawValue) AND notification_id = \(fact.notificationId)
+            """, logger: store.logger)
+        for try await orderId in rows.decode(String?.self) { return .some(orderId) }
+        return nil
+    }
+
+    /// The order a message names or implies: the order id it names, else the order its transaction (then original
+    /// transaction) is bound to, else the order holding its appAccountToken.
+    private func orderMatching(_ match: ProviderMatch) async throws -> String? {
+        let transactions = match.transactionIds
+        let rows = try await client.query(
+            """
+            SELECT order_id FROM (
+                SELECT order_id, 0 AS rank FROM orders WHERE order_id = \(match.orderId)
+                UNION ALL
+                SELECT order_id, 1 + array_position(\(transactions)::text[], transaction_id)
+                FROM order_transactions WHERE transaction_id = ANY(\(transactions)::text[])
+                UNION ALL
+                SELECT order_id, 1000 FROM orders WHERE app_account_token = \(match.appAccountToken)
+            ) AS found ORDER BY rank, order_id LIMIT 1
+            """, logger: store.logger)
+        for try await orderId in rows.decode(String.self) { return orderId }
+        return nil
+    }
+
+    private func keepUnmatched(_ message: ProviderMessage) async throws {
+        let fact = message.fact
+        try await client.query(
+            """
+            INSERT INTO provider_messages (provider, notification_id, order_id, named_order_id, effect, notification_type,
+                                           transaction_id, amount_value, currency, signed_at, recorded_at, unmatched_data)
+            VALUES (\(fact.provider.rawValue), \(fact.notificationId), NULL, \(message.match.orderId), \(fact.effect.rawValue),
+                    \(fact.notificationType), \(fact.transactionId), \(fact.amount?.value), \(fact.amount?.currency),
+                    \(Timestamp(fact.signedAt)), now(), \(OrderEvent.providerNotified(fact).data.canonicalJSON)::jsonb)
+            ON CONFLICT (provider, notification_id) DO NOTHING
+            """, logger: store.logger)
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import LedgerProviders
+import Logging
+
+/// `--providers-config` (or `LEDGER_PROVIDERS_CONFIG`): the payment providers' configuration (docs/providers.md).
+/// Without it every provider endpoint answers 501; a file that does not load stops the command with the field named.
+struct ProviderOptions: ParsableArguments {
+    @Option(
+        name: .customLong("providers-config"),
+        help: "JSON file configuring the App Store, Alipay and WeChat Pay verifiers (default: $LEDGER_PROVIDERS_CONFIG).")
+    var path: String?
+
+    var resolvedPath: String? { path ?? ProcessInfo.processInfo.environment["LEDGER_PROVIDERS_CONFIG"] }
+
+    /// The verifiers the file enables, with one line per provider saying whether it is enabled (never a secret).
+    func load(logger: Logger) throws -> ProviderVerifiers {
+        guard let path = resolvedPath else {
+            logger.info("providers: none configured (--providers-config); their endpoints answer 501")
+            return ProviderVerifiers()
+        }
+        let verifiers: ProviderVerifiers
+        do { verifiers = try ProviderVerifiers.load(configurationFile: path) } catch {
+            throw ValidationError("--providers-config \(path): \(error)")
+        }
+        func state(_ enabled: Bool) -> String { enabled ? "enabled" : "disabled (not in the file)" }
+        logger.info("providers from \(path): app_store \(state(verifiers.appStore != nil)), alipay \(state(verifiers.alipay != nil)), wechat_pay \(state(verifiers.wechatPay != nil))")
+        return verifiers
+    }
+}
