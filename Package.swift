@@ -97,10 +97,22 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        // Certificate authorities, keys and signed messages of the tests' own making, shared by the provider tests.
+        .target(
+            name: "ProviderTestSupport",
+            dependencies: [
+                "LedgerProviders", "LedgerCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            path: "Tests/ProviderTestSupport"
+        ),
         .testTarget(
             name: "LedgerProvidersTests",
             dependencies: [
-                "LedgerProviders", "LedgerCore",
+                "LedgerProviders", "LedgerCore", "ProviderTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -123,7 +135,9 @@ let package = Package(
         .testTarget(
             name: "LedgerHTTPTests",
             dependencies: [
-                "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport",
+                "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "LedgerProviders", "ProviderTestSupport",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -132,7 +146,7 @@ let package = Package(
         // Drives the built `ledger` binary, as a user would.
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport"]
+            dependencies: ["ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "ProviderTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

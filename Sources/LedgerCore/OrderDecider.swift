@@ -81,17 +81,16 @@ public enum OrderDecider {
     public static func allowedEvents(from state: OrderState?) -> [EventType] {
         let allowed: Set<EventType> = switch state {
         case nil: [.orderCreated]
-        case .created: [.paymentQueued, .receiptReceived, .orderCancelled, .providerNotified]
-        case .paymentQueued: [.receiptReceived, .orderCancelled, .providerNotified]
-        case .receiptReceived: [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished, .providerNotified]
-        case .verificationFailed:
-            [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished, .providerNotified]
-        case .verified: [.receiptReceived, .orderGranted, .orderFinished, .orderRefunded, .providerNotified]
-        case .granted: [.receiptReceived, .orderFinished, .orderRefunded, .providerNotified]
-        case .finished: [.receiptReceived, .orderRefunded, .providerNotified]
-        case .rejected: [.orderFinished, .providerNotified]
-        case .cancelled: [.receiptReceived, .orderFinished, .providerNotified]
-        case .refunded: [.receiptReceived, .orderFinished, .refundReversed, .providerNotified]
+        case .created: [.paymentQueued, .receiptReceived, .orderCancelled]
+        case .paymentQueued: [.receiptReceived, .orderCancelled]
+        case .receiptReceived: [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished]
+        case .verificationFailed: [.receiptReceived, .receiptVerified, .verificationFailed, .orderFinished]
+        case .verified: [.receiptReceived, .orderGranted, .orderFinished, .orderRefunded]
+        case .granted: [.receiptReceived, .orderFinished, .orderRefunded]
+        case .finished: [.receiptReceived, .orderRefunded]
+        case .rejected: [.orderFinished]
+        case .cancelled: [.receiptReceived, .orderFinished]
+        case .refunded: [.receiptReceived, .orderFinished, .refundReversed]
         }
         return EventType.allCases.filter(allowed.contains)
     }

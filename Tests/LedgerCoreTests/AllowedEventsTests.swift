@@ -38,6 +38,10 @@ struct AllowedEventsTests {
         // | | `verified` | `refunded`, flag `refunded_before_grant` |
         (.orderRefunded, [.granted, .finished,
                           .verified]),
+        // | `order.refund_reversed` | `refunded` | back to `verified`, `granted` or `finished` |
+        (.refundReversed, [.refunded]),
+        // | `provider.notified` | any (an order exists) | — (evidence; what follows is recorded as its own events) |
+        (.providerNotified, OrderState.allCases),
     ]
 
     /// Whether the documented table has a row accepting `event` from `state`.
@@ -58,6 +62,8 @@ struct AllowedEventsTests {
         case .orderFinished: Sample.finished
         case .orderCancelled: Sample.cancelled
         case .orderRefunded: Sample.refunded()
+        case .refundReversed: .refundReversed(RefundReversed(transactionId: Sample.transactionId))
+        case .providerNotified: Sample.providerFact(.payment)
         }
     }
 
@@ -90,7 +96,8 @@ struct AllowedEventsTests {
     /// state, in `EventType.allCases` order.
     @Test(arguments: states)
     func allowedEventsAreTheDocumentedOnesInDeclarationOrder(state: OrderState?) {
-        let documented = EventType.allCases.filter { Self.documentedAccepts($0, from: state) }
+        // provider.notified is documented as accepted everywhere but not listed: clients cannot post it.
+        let documented = EventType.allCases.filter { Self.documentedAccepts($0, from: state) && $0 != .providerNotified }
         #expect(OrderDecider.allowedEvents(from: state) == documented, "from \(state?.rawValue ?? "no order")")
     }
 
@@ -99,7 +106,9 @@ struct AllowedEventsTests {
     @Test(arguments: [OrderState.rejected, .cancelled, .refunded, .receiptReceived, .verificationFailed, .verified])
     func aSecondFinishOutsideGrantedIsRefusedAndNotListed(state: OrderState) {
         let history = Sample.history(to: state) + [Sample.finished]
-        let documented = EventType.allCases.filter { Self.documentedAccepts($0, from: state) && $0 != .orderFinished }
+        let documented = EventType.allCases.filter {
+            Self.documentedAccepts($0, from: state) && $0 != .orderFinished && $0 != .providerNotified
+        }
         #expect(record(Sample.finished, after: history).refusal
             == .invalidTransition(state: state, event: .orderFinished, allowed: documented))
     }

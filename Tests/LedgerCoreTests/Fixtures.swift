@@ -34,6 +34,17 @@ enum Sample {
         .refunded(OrderRefunded(transactionId: transactionId, amount: amount))
     }
 
+    /// A provider's verified message about the sample order's transaction (App Store, the order's amount).
+    static func providerFact(
+        _ effect: ProviderEffect, id: String = UUID().uuidString, signedAt: Date = start, amount: Money? = amount,
+        transactionId: String = transactionId
+    ) -> OrderEvent {
+        .providerNotified(ProviderNotified(
+            provider: .appStore, notificationId: id, notificationType: effect.rawValue.uppercased(), effect: effect,
+            signedAt: signedAt, transactionId: transactionId, productId: productId, amount: amount,
+            environment: .production, evidence: ["signedPayload": "header.payload.signature"]))
+    }
+
     /// The shortest history that leaves the order in `state`.
     static func history(to state: OrderState) -> [OrderEvent] {
         switch state {

@@ -18,7 +18,7 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// The transition table restated as data: from a state (nil = no order), an accepted event of a type may lead
 /// to these states. The decider is checked against it step by step.
-let expectedTransitions: [OrderState?: [EventType: Set<OrderState>]] = [
+let expectedTransitions: [OrderState?: [EventType: Set<OrderState>]] = withProviderFacts([
     nil: [.orderCreated: [.created]],
     .created: [.paymentQueued: [.paymentQueued], .receiptReceived: [.receiptReceived], .orderCancelled: [.cancelled]],
     .paymentQueued: [.receiptReceived: [.receiptReceived], .orderCancelled: [.cancelled]],
@@ -35,8 +35,15 @@ let expectedTransitions: [OrderState?: [EventType: Set<OrderState>]] = [
     .finished: [.receiptReceived: [.finished], .orderRefunded: [.refunded]],
     .rejected: [.orderFinished: [.rejected]],
     .cancelled: [.receiptReceived: [.receiptReceived], .orderFinished: [.cancelled]],
-    .refunded: [.receiptReceived: [.refunded], .orderFinished: [.refunded]],
-]
+    .refunded: [.receiptReceived: [.refunded], .orderFinished: [.refunded], .refundReversed: [.verified, .granted, .finished]],
+])
+
+/// A provider's fact is accepted in every state of an existing order and leaves the state as it is.
+func withProviderFacts(_ table: [OrderState?: [EventType: Set<OrderState>]]) -> [OrderState?: [EventType: Set<OrderState>]] {
+    var table = table
+    for state in OrderState.allCases { table[state, default: [:]][.providerNotified] = [state] }
+    return table
+}
 
 /// One or two orders fed random plausible events through decide → evolve, with the transaction bindings a
 /// store would keep; it records what it accepted and checks the rules on every step.
@@ -90,6 +97,12 @@ struct SimulatedLedger {
             return .cancelled(OrderCancelled(reason: .expired))
         case .orderRefunded:
             return .refunded(OrderRefunded(transactionId: transaction))
+        case .refundReversed:
+            return .refundReversed(RefundReversed(transactionId: transaction))
+        case .providerNotified:
+            return .providerNotified(ProviderNotified(
+                provider: .appStore, notificationId: UUID().uuidString, notificationType: "REFUND", effect: .refund,
+                signedAt: clock, transactionId: transaction, evidence: [:]))
         }
     }
 
@@ -146,7 +159,9 @@ struct SimulatedLedger {
 struct LedgerPropertyTests {
     @Test func theRestatedTableMatchesAllowedEvents() {
         for state in [nil] + OrderState.allCases.map(Optional.some) {
-            #expect(Set(expectedTransitions[state]?.keys.map { $0 } ?? []) == Set(OrderDecider.allowedEvents(from: state)))
+            // allowedEvents lists what a client may post: provider.notified is the ledger's own.
+            let restated = Set(expectedTransitions[state]?.keys.map { $0 } ?? []).subtracting([.providerNotified])
+            #expect(restated == Set(OrderDecider.allowedEvents(from: state)))
         }
     }
 

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerProviders
 import LedgerTestSupport
 import NIOCore
 
@@ -29,7 +30,9 @@ struct API {
         }
     }
 
-    static func run(_ body: @Sendable @escaping (API) async throws -> Void) async throws {
+    static func run(
+        providers: ProviderVerifiers = ProviderVerifiers(), _ body: @Sendable @escaping (API) async throws -> Void
+    ) async throws {
         try await TestDatabase.withOwnerAndService { owner, service in
             let ledger = Ledger(client: service)
             let tokens = TokenStore(client: owner)
@@ -37,7 +40,8 @@ struct API {
             for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases), ("all-but-finance", [.eventsWrite, .eventsRead])] {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
-            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: TokenStore(client: service)))
+            let app = Application(router: LedgerApplication.router(
+                ledger: ledger, tokens: TokenStore(client: service), providers: providers))
             let frozen = secrets
             try await app.test(.router) { client in
                 try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: frozen))

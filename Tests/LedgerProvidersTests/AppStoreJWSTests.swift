@@ -1,4 +1,6 @@
 import Foundation
+import ProviderTestSupport
+import LedgerCore
 import LedgerProviders
 import Testing
 import X509

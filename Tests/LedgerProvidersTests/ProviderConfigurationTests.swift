@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTestSupport
 import LedgerProviders
 import Testing
 import X509

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTestSupport
 import LedgerCore
 import LedgerProviders
 import Testing

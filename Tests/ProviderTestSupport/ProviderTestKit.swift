@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerCore
 import LedgerProviders
 import SwiftASN1
 import X509
@@ -9,26 +10,26 @@ import _CryptoExtras
 /// intermediate with Apple's marker, leaf with Apple's marker), an ES256 JWS signer, Alipay's RSA2 signer and
 /// WeChat Pay's RSA signer and AES-GCM resource encryptor. No fixture comes from elsewhere; a later HTTP test
 /// target can copy this file and post what it makes.
-enum ProviderTestKit {
+public enum ProviderTestKit {
     /// A fixed "now" so certificate windows and timestamps are deterministic.
-    static let now = Date(timeIntervalSince1970: 1_800_000_000)
-    static let day: TimeInterval = 86_400
+    public static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    public static let day: TimeInterval = 86_400
 
-    static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }
+    public static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }
 
     // MARK: App Store CA
 
     /// A root, an intermediate and a leaf, as Apple's App Store signing chain is shaped.
-    struct CA {
-        let rootKey = P256.Signing.PrivateKey()
-        let intermediateKey = P256.Signing.PrivateKey()
-        let leafKey = P256.Signing.PrivateKey()
-        let root: Certificate
-        let intermediate: Certificate
-        let leaf: Certificate
+    public struct CA: Sendable {
+        public let rootKey = P256.Signing.PrivateKey()
+        public let intermediateKey = P256.Signing.PrivateKey()
+        public let leafKey = P256.Signing.PrivateKey()
+        public let root: Certificate
+        public let intermediate: Certificate
+        public let leaf: Certificate
 
         /// - Parameters: the markers to include, and the leaf's validity window (default: a year either side of `now`).
-        init(name: String = "Test", intermediateMarker: Bool = true, leafMarker: Bool = true,
+        public init(name: String = "Test", intermediateMarker: Bool = true, leafMarker: Bool = true,
              leafValidity: ClosedRange<Date>? = nil) throws {
             let validity = now.addingTimeInterval(-365 * day)...now.addingTimeInterval(365 * day)
             let rootName = try DistinguishedName { CommonName("\(name) Root CA") }
@@ -59,17 +60,17 @@ enum ProviderTestKit {
         }
 
         /// `x5c` as Apple sends it: leaf, intermediate, root, each base64 DER.
-        func x5c(root hint: Certificate? = nil) throws -> [String] {
+        public func x5c(root hint: Certificate? = nil) throws -> [String] {
             try [leaf, intermediate, hint ?? root].map { try ProviderTestKit.der($0).base64EncodedString() }
         }
     }
 
     /// An Apple marker extension: non-critical, value DER NULL (as Apple's are).
-    static func marker(_ oid: ASN1ObjectIdentifier) -> Certificate.Extension {
+    public static func marker(_ oid: ASN1ObjectIdentifier) -> Certificate.Extension {
         Certificate.Extension(oid: oid, critical: false, value: [0x05, 0x00])
     }
 
-    static func makeCertificate(
+    public static func makeCertificate(
         key: P256.Signing.PublicKey, subject: DistinguishedName, issuer: DistinguishedName,
         issuerKey: P256.Signing.PrivateKey, validity: ClosedRange<Date>, extensions: Certificate.Extensions
     ) throws -> Certificate {
@@ -80,7 +81,7 @@ enum ProviderTestKit {
             issuerPrivateKey: Certificate.PrivateKey(issuerKey))
     }
 
-    static func der(_ certificate: Certificate) throws -> Data {
+    public static func der(_ certificate: Certificate) throws -> Data {
         var serializer = DER.Serializer()
         try serializer.serialize(certificate)
         return Data(serializer.serializedBytes)
@@ -88,31 +89,31 @@ enum ProviderTestKit {
 
     // MARK: ES256 JWS
 
-    static func base64URL(_ bytes: some DataProtocol) -> String {
+    public static func base64URL(_ bytes: some DataProtocol) -> String {
         Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    static func json(_ object: [String: Any]) throws -> Data {
+    public static func json(_ object: [String: Any]) throws -> Data {
         try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
 
     /// A compact JWS of `payload`, signed ES256 by `key` (default: the CA's leaf), with `header` as given.
-    static func jws(payload: [String: Any], header: [String: Any], key: P256.Signing.PrivateKey) throws -> String {
+    public static func jws(payload: [String: Any], header: [String: Any], key: P256.Signing.PrivateKey) throws -> String {
         let signingInput = base64URL(try json(header)) + "." + base64URL(try json(payload))
         let signature = try key.signature(for: Data(signingInput.utf8))
         return signingInput + "." + base64URL(signature.rawRepresentation)
     }
 
-    static func jws(payload: [String: Any], ca: CA, alg: String = "ES256", rootHint: Certificate? = nil) throws -> String {
+    public static func jws(payload: [String: Any], ca: CA, alg: String = "ES256", rootHint: Certificate? = nil) throws -> String {
         try jws(payload: payload, header: ["alg": alg, "x5c": try ca.x5c(root: rootHint)], key: ca.leafKey)
     }
 
-    static let bundleId = "com.example.ledger"
-    static let appAppleId: Int64 = 1_234_567_890
+    public static let bundleId = "com.example.ledger"
+    public static let appAppleId: Int64 = 1_234_567_890
 
-    static func transactionPayload(environment: String = "Production", bundleId: String = bundleId,
+    public static func transactionPayload(environment: String = "Production", bundleId: String = bundleId,
                                    signedDate: Date = now) -> [String: Any] {
         [
             "transactionId": "2000000123456789", "originalTransactionId": "2000000123456700",
@@ -124,7 +125,7 @@ enum ProviderTestKit {
         ]
     }
 
-    static func renewalPayload(environment: String = "Production") -> [String: Any] {
+    public static func renewalPayload(environment: String = "Production") -> [String: Any] {
         [
             "originalTransactionId": "2000000123456700", "autoRenewProductId": "com.example.monthly",
             "productId": "com.example.monthly", "autoRenewStatus": 1, "environment": environment,
@@ -132,7 +133,7 @@ enum ProviderTestKit {
         ]
     }
 
-    static func notificationPayload(type: String = "ONE_TIME_CHARGE", environment: String = "Production",
+    public static func notificationPayload(type: String = "ONE_TIME_CHARGE", environment: String = "Production",
                                     bundleId: String = bundleId, appAppleId: Int64? = appAppleId,
                                     signedTransactionInfo: String? = nil, signedRenewalInfo: String? = nil,
                                     signedDate: Date = now) -> [String: Any] {
@@ -146,7 +147,7 @@ enum ProviderTestKit {
         ]
     }
 
-    static func verifier(trusting ca: CA, apps: [AppStoreApp]? = nil) -> AppStoreJWSVerifier {
+    public static func verifier(trusting ca: CA, apps: [AppStoreApp]? = nil) -> AppStoreJWSVerifier {
         AppStoreJWSVerifier(
             trustedRoots: [ca.root],
             apps: apps ?? [AppStoreApp(bundleId: bundleId, appAppleId: appAppleId, environments: [.production, .sandbox])])
@@ -155,19 +156,19 @@ enum ProviderTestKit {
     // MARK: RSA (Alipay, WeChat Pay)
 
     /// 2048-bit keys take a moment to make: made once per test process.
-    static let alipayKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
-    static let otherRSAKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
-    static let wechatPlatformKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    public static let alipayKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    public static let otherRSAKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    public static let wechatPlatformKey = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
 
-    static func rsaSign(_ bytes: [UInt8], with key: _RSA.Signing.PrivateKey) throws -> String {
+    public static func rsaSign(_ bytes: [UInt8], with key: _RSA.Signing.PrivateKey) throws -> String {
         try key.signature(for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5).rawRepresentation.base64EncodedString()
     }
 
     // MARK: Alipay
 
-    static let alipayAppId = "2021000000000001"
+    public static let alipayAppId = "2021000000000001"
 
-    static func alipayParameters(totalAmount: String = "12.34") -> [(String, String)] {
+    public static func alipayParameters(totalAmount: String = "12.34") -> [(String, String)] {
         [
             ("notify_time", "2026-05-01 12:00:05"), ("notify_type", "trade_status_sync"),
             ("notify_id", "ac05099524730693a8b330c5ecf72da9786"), ("charset", "utf-8"), ("version", "1.0"),
@@ -179,13 +180,13 @@ enum ProviderTestKit {
     }
 
     /// Alipay's signed content, written out from its documentation independently of the code under test.
-    static func alipaySignedContent(_ parameters: [(String, String)]) -> String {
+    public static func alipaySignedContent(_ parameters: [(String, String)]) -> String {
         parameters.filter { $0.0 != "sign" && $0.0 != "sign_type" && !$0.1.isEmpty }
             .sorted { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
             .map { "\($0.0)=\($0.1)" }.joined(separator: "&")
     }
 
-    static func formEncode(_ parameters: [(String, String)]) -> [UInt8] {
+    public static func formEncode(_ parameters: [(String, String)]) -> [UInt8] {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return Array(parameters.map { key, value in
@@ -194,29 +195,29 @@ enum ProviderTestKit {
     }
 
     /// A body signed over `signed` (default: the parameters sent), sent as `sent` plus `sign` and `sign_type`.
-    static func alipayBody(_ sent: [(String, String)], signedParameters: [(String, String)]? = nil,
+    public static func alipayBody(_ sent: [(String, String)], signedParameters: [(String, String)]? = nil,
                            key: _RSA.Signing.PrivateKey = alipayKey) throws -> [UInt8] {
         let sign = try rsaSign(Array(alipaySignedContent(signedParameters ?? sent).utf8), with: key)
         return formEncode(sent + [("sign", sign), ("sign_type", "RSA2")])
     }
 
-    static func alipayVerifier() -> AlipayNotificationVerifier {
+    public static func alipayVerifier() -> AlipayNotificationVerifier {
         AlipayNotificationVerifier(appId: alipayAppId, publicKey: alipayKey.publicKey)
     }
 
     // MARK: WeChat Pay
 
-    static let merchantId = "1900000001"
-    static let apiV3KeyText = "0123456789abcdefABCDEF0123456789"
-    static let platformSerial = "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
+    public static let merchantId = "1900000001"
+    public static let apiV3KeyText = "0123456789abcdefABCDEF0123456789"
+    public static let platformSerial = "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
 
-    static func wechatVerifier() -> WeChatPayNotificationVerifier {
+    public static func wechatVerifier() -> WeChatPayNotificationVerifier {
         WeChatPayNotificationVerifier(
             merchantId: merchantId, apiV3Key: WeChatPayAPIv3Key(apiV3KeyText)!,
             platformKeys: [platformSerial: wechatPlatformKey.publicKey])
     }
 
-    static func wechatPaymentResource(mchid: String = merchantId) -> [String: Any] {
+    public static func wechatPaymentResource(mchid: String = merchantId) -> [String: Any] {
         [
             "mchid": mchid, "appid": "wxd678efh567hg6787", "out_trade_no": "order-1",
             "transaction_id": "1217752501201407033233368018", "trade_type": "APP", "trade_state": "SUCCESS",
@@ -226,7 +227,7 @@ enum ProviderTestKit {
         ]
     }
 
-    static func wechatRefundResource(mchid: String = merchantId) -> [String: Any] {
+    public static func wechatRefundResource(mchid: String = merchantId) -> [String: Any] {
         [
             "mchid": mchid, "out_trade_no": "order-1", "transaction_id": "1217752501201407033233368018",
             "out_refund_no": "refund-1", "refund_id": "50000000382019052709732678859", "refund_status": "SUCCESS",
@@ -236,7 +237,7 @@ enum ProviderTestKit {
     }
 
     /// A notification body whose resource is AES-256-GCM encrypted under `apiV3Key`.
-    static func wechatBody(eventType: String = "TRANSACTION.SUCCESS", resource: [String: Any],
+    public static func wechatBody(eventType: String = "TRANSACTION.SUCCESS", resource: [String: Any],
                            apiV3Key: String = apiV3KeyText, tamperCiphertext: Bool = false) throws -> [UInt8] {
         let nonce = "fdasflkja484"
         let associatedData = "transaction"
@@ -257,7 +258,7 @@ enum ProviderTestKit {
     }
 
     /// Headers signing `body` at `timestamp` with `key`.
-    static func wechatHeaders(body: [UInt8], timestamp: Date = now, serial: String = platformSerial,
+    public static func wechatHeaders(body: [UInt8], timestamp: Date = now, serial: String = platformSerial,
                               key: _RSA.Signing.PrivateKey = wechatPlatformKey) throws -> WeChatPayHeaders {
         let seconds = String(Int64(timestamp.timeIntervalSince1970))
         let nonce = "593BEC0C930BF1AFEB40B4A08C8FB242"

@@ -1,0 +1,445 @@
+import Foundation
+import HTTPTypes
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerProviders
+import LedgerTestSupport
+import ProviderTestSupport
+import Testing
+import X509
+
+/// Signed App Store messages of the tests' own CA, signed now (the service checks signedDate against its clock).
+struct AppleMessages: Sendable {
+    let ca: ProviderTestKit.CA
+    var verifiers: ProviderVerifiers { ProviderVerifiers(appStore: ProviderTestKit.verifier(trusting: ca)) }
+
+    init() throws { ca = try ProviderTestKit.CA() }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }
+
+    func transaction(
+        orderId: String, transactionId: String = "2000000000000001", productId: String = "gems.100", price: Int64 = 4990,
+        environment: String = "Production", signedDate: Date = Date(), by signer: ProviderTestKit.CA? = nil
+    ) throws -> String {
+        try ProviderTestKit.jws(payload: [
+            "transactionId": transactionId, "originalTransactionId": transactionId,
+            "appAccountToken": AppAccountToken.forOrderId(orderId).uuidString.lowercased(),
+            "productId": productId, "bundleId": ProviderTestKit.bundleId,
+            "purchaseDate": Self.milliseconds(signedDate.addingTimeInterval(-5)), "price": price, "currency": "USD",
+            "environment": environment, "signedDate": Self.milliseconds(signedDate), "type": "Consumable", "quantity": 1,
+        ], ca: signer ?? ca)
+    }
+
+    func notification(
+        _ type: String, orderId: String, uuid: String = UUID().uuidString.lowercased(), transactionId: String = "2000000000000001",
+        price: Int64 = 4990, bundleId: String = ProviderTestKit.bundleId, signedDate: Date = Date(),
+        by signer: ProviderTestKit.CA? = nil
+    ) throws -> String {
+        let signed = try transaction(orderId: orderId, transactionId: transactionId, price: price, signedDate: signedDate, by: signer)
+        return try ProviderTestKit.jws(payload: [
+            "notificationType": type, "notificationUUID": uuid, "version": "2.0",
+            "signedDate": Self.milliseconds(signedDate),
+            "data": ["bundleId": bundleId, "appAppleId": ProviderTestKit.appAppleId, "environment": "Production",
+                     "signedTransactionInfo": signed],
+        ], ca: signer ?? ca)
+    }
+}
+
+extension API {
+    func notify(appStore jws: String) async throws -> Answer {
+        try await request(.post, "/v1/providers/app-store/notifications", token: nil,
+                          body: JSONValue.object(["signedPayload": .string(jws)]).canonicalJSON)
+    }
+
+    func createOrder(_ orderId: String, provider: Provider = .appStore, amount: Money = Money(value: 499, currency: "USD"),
+                     queued: Bool = true) async throws {
+        var events: [JSONValue] = [[
+            "eventId": .string(UUID().uuidString), "type": "order.created",
+            "data": ["accountId": "acct-1", "productId": "gems.100", "amount": ["value": .int(amount.value), "currency": .string(amount.currency)],
+                     "provider": .string(provider.rawValue)],
+        ]]
+        if queued { events.append(["eventId": .string(UUID().uuidString), "type": "payment.queued", "data": [:]]) }
+        let answer = try await post(orderId, ["events": .array(events)])
+        #expect(answer.status == .created, "\(answer.bodyText)")
+    }
+
+    func state(_ orderId: String) async throws -> String? {
+        if case .string(let state)? = try await get("/v1/orders/\(orderId)").json["state"] { state } else { nil }
+    }
+
+    func eventTypes(_ orderId: String) async throws -> [String] {
+        try await get("/v1/orders/\(orderId)/history").json["events"]?.elements.compactMap {
+            if case .string(let type)? = $0["type"] { type } else { nil }
+        } ?? []
+    }
+
+    func anomalies(_ kind: String) async throws -> [JSONValue] {
+        try await get("/v1/anomalies?kind=\(kind)&olderThan=0s").json["anomalies"]?.elements ?? []
+    }
+
+    func providerRows() async throws -> Int { try await ledger.store.count("provider_messages") }
+}
+
+@Suite("App Store notifications: verified, recorded on their order, idempotent, never dropped")
+struct AppStoreNotificationAPITests {
+    @Test func aPurchaseTheClientNeverReportedAppearsWithinOneRequest() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "order-1"))
+            #expect(answer.status == .ok, "\(answer.bodyText)")
+            #expect(answer.json["outcome"] == "recorded")
+            #expect(answer.json["followed"] == ["receipt.received", "receipt.verified"])
+            #expect(try await api.state("order-1") == "verified")
+
+            let history = try await api.get("/v1/orders/order-1/history").json["events"]?.elements ?? []
+            let fact = history.first { $0["type"] == "provider.notified" }
+            #expect(fact?["actor"] == "provider:app_store")
+            #expect(fact?["data"]?["effect"] == "payment")
+            #expect(fact?["data"]?["amount"] == ["value": 499, "currency": "USD"])
+            #expect(fact?["data"]?["evidence"]?["signedPayload"] != nil)
+
+            let paid = try await api.anomalies("paid_not_granted")
+            #expect(paid.map { $0["orderId"] } == ["order-1"])
+            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+        }
+    }
+
+    @Test func aRetryOfTheSameNotificationRecordsNothingNew() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let jws = try apple.notification("ONE_TIME_CHARGE", orderId: "order-1")
+            #expect(try await api.notify(appStore: jws).json["outcome"] == "recorded")
+            let events = try await api.ledger.store.count("events")
+            let retry = try await api.notify(appStore: jws)
+            #expect(retry.status == .ok)
+            #expect(retry.json["outcome"] == "duplicate")
+            #expect(try await api.ledger.store.count("events") == events)
+        }
+    }
+
+    @Test func aNotificationMatchingNoOrderIsKeptAsAnAnomaly() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "never-created"))
+            #expect(answer.status == .ok)
+            #expect(answer.json["outcome"] == "unmatched")
+            #expect(try await api.ledger.store.count("events") == 0)
+            let unknown = try await api.anomalies("unknown_provider_transaction")
+            #expect(unknown.count == 1)
+            #expect(unknown.first?["state"] == "unmatched")
+            // Kept once: Apple's retry is a duplicate.
+            #expect(try await api.providerRows() == 1)
+        }
+    }
+
+    /// A refund delivered before the purchase it refunds ends where in-order delivery ends: refunded.
+    @Test func aRefundBeforeThePurchaseEndsInTheSameState() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            let purchaseAt = Date().addingTimeInterval(-120), refundAt = Date().addingTimeInterval(-60)
+            for (orderId, refundFirst) in [("in-order", false), ("refund-first", true)] {
+                try await api.createOrder(orderId)
+                let purchase = try apple.notification("ONE_TIME_CHARGE", orderId: orderId, transactionId: "tx-\(orderId)", signedDate: purchaseAt)
+                let refund = try apple.notification("REFUND", orderId: orderId, transactionId: "tx-\(orderId)", signedDate: refundAt)
+                for jws in refundFirst ? [refund, purchase] : [purchase, refund] {
+                    #expect(try await api.notify(appStore: jws).status == .ok)
+                }
+            }
+            #expect(try await api.state("in-order") == "refunded")
+            #expect(try await api.state("refund-first") == "refunded")
+            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+        }
+    }
+
+    @Test func refundAfterGrantIsListedAndItsReversalRestoresTheGrant() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            #expect(try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "order-1")).status == .ok)
+            let grant = try await api.post("order-1", [
+                "eventId": .string(UUID().uuidString), "type": "order.granted",
+                "data": ["transactionId": "2000000000000001", "accountId": "acct-1"],
+            ])
+            #expect(grant.status == .created, "\(grant.bodyText)")
+            let refund = try await api.notify(appStore: try apple.notification("REFUND", orderId: "order-1", signedDate: Date().addingTimeInterval(-2)))
+            #expect(refund.json["followed"] == ["order.refunded"])
+            #expect(try await api.anomalies("refunded_at_provider").map { $0["orderId"] } == ["order-1"])
+            let reversal = try await api.notify(appStore: try apple.notification("REFUND_REVERSED", orderId: "order-1"))
+            #expect(reversal.json["followed"] == ["order.refund_reversed"])
+            #expect(try await api.state("order-1") == "granted")
+        }
+    }
+
+    @Test func consumptionRequestsAreListedForFinanceAndTestNotificationsRecordNothing() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            #expect(try await api.notify(appStore: try apple.notification("CONSUMPTION_REQUEST", orderId: "order-1")).status == .ok)
+            #expect(try await api.anomalies("consumption_request").map { $0["orderId"] } == ["order-1"])
+            #expect(try await api.notify(appStore: try apple.notification("SOMETHING_NEW", orderId: "order-1")).json["outcome"] == "recorded")
+            let test = try await api.notify(appStore: try apple.notification("TEST", orderId: "order-1"))
+            #expect(test.json["outcome"] == "test")
+            #expect(try await api.eventTypes("order-1").filter { $0 == "provider.notified" }.count == 2)
+        }
+    }
+
+    /// Each forged or mismatched message: 403 `provider_message_refused` naming the failed check, and no row anywhere.
+    @Test func forgedOrForeignMessagesWriteNothing() async throws {
+        let apple = try AppleMessages()
+        let stranger = try ProviderTestKit.CA(name: "Stranger")
+        let unmarked = try ProviderTestKit.CA(name: "Unmarked", leafMarker: false)
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let valid = try apple.notification("ONE_TIME_CHARGE", orderId: "order-1")
+            let parts = valid.split(separator: ".").map(String.init)
+            let tamperedPayload = [parts[0], ProviderTestKit.base64URL(Data("{\"notificationType\":\"REFUND\"}".utf8)), parts[2]]
+                .joined(separator: ".")
+            let tamperedHeader = [ProviderTestKit.base64URL(Data("{\"alg\":\"none\"}".utf8)), parts[1], parts[2]].joined(separator: ".")
+            let cases: [(String, String)] = [
+                ("tampered payload", tamperedPayload),
+                ("tampered header", tamperedHeader),
+                ("untrusted root", try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", by: stranger)),
+                ("missing leaf OID", try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", by: unmarked)),
+                ("wrong bundle id", try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", bundleId: "com.other.app")),
+                ("signed in the future", try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", signedDate: Date().addingTimeInterval(3600))),
+            ]
+            let events = try await api.ledger.store.count("events")
+            for (name, jws) in cases {
+                let answer = try await api.notify(appStore: jws)
+                #expect(answer.status == .forbidden, "\(name): \(answer.bodyText)")
+                #expect(answer.errorCode == "provider_message_refused", "\(name)")
+            }
+            #expect(try await api.ledger.store.count("events") == events)
+            #expect(try await api.providerRows() == 0)
+            #expect(try await api.state("order-1") == "payment_queued")
+
+            let malformed = try await api.request(.post, "/v1/providers/app-store/notifications", token: nil, body: "{\"payload\": 1}")
+            #expect(malformed.status == .badRequest)
+        }
+    }
+
+    @Test func anUnconfiguredProviderAnswers501() async throws {
+        try await API.run { api in
+            let apple = try await api.request(.post, "/v1/providers/app-store/notifications", token: nil, body: "{\"signedPayload\": \"x\"}")
+            #expect(apple.status == .notImplemented)
+            #expect(apple.errorCode == "provider_not_configured")
+            let alipay = try await api.request(.post, "/v1/providers/alipay/notify", token: nil, body: "a=b", contentType: "application/x-www-form-urlencoded")
+            #expect(alipay.status == .notImplemented)
+            #expect(alipay.bodyText == "failure")
+            let wechat = try await api.request(.post, "/v1/providers/wechat/notify", token: nil, body: "{}")
+            #expect(wechat.status == .notImplemented)
+            #expect(wechat.json["code"] == "FAIL")
+        }
+    }
+
+    /// Apple re-delivers while a client retries: the same notification many times at once, and other notifications
+    /// of the same order and transaction, race on one order. Each is recorded once, the follow-up once, and the
+    /// ledger verifies.
+    @Test func concurrentDeliveriesOnOneOrderRecordEachMessageOnce() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let purchase = try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", signedDate: Date().addingTimeInterval(-30))
+            let others = try (0..<4).map { _ in try apple.notification("CONSUMPTION_REQUEST", orderId: "order-1") }
+            let deliveries = Array(repeating: purchase, count: 8) + others + others
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for jws in deliveries { group.addTask { try await api.notify(appStore: jws).status } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.allSatisfy { $0 == .ok || $0 == .serviceUnavailable }, "\(statuses)")
+            // What a 503 asked Apple to retry, retried once more.
+            for jws in deliveries { #expect(try await api.notify(appStore: jws).status == .ok) }
+            let types = try await api.eventTypes("order-1")
+            #expect(types.filter { $0 == "provider.notified" }.count == 5)
+            #expect(types.filter { $0 == "receipt.verified" }.count == 1)
+            #expect(try await api.providerRows() == 5)
+            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+        }
+    }
+}
+
+@Suite("Signed transactions on receipt.received: the ledger verifies and records the verification itself")
+struct SignedTransactionAPITests {
+    func receipt(_ jws: String, transactionId: String? = nil) -> JSONValue {
+        var data: [String: JSONValue] = ["signedTransaction": .string(jws)]
+        data["transactionId"] = transactionId.map(JSONValue.string)
+        return ["eventId": .string(UUID().uuidString), "type": "receipt.received", "data": .object(data)]
+    }
+
+    @Test func aValidSignedTransactionVerifiesTheOrder() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let body = receipt(try apple.transaction(orderId: "order-1"))
+            let answer = try await api.post("order-1", body)
+            #expect(answer.status == .created, "\(answer.bodyText)")
+            #expect(try await api.state("order-1") == "verified")
+            #expect(try await api.eventTypes("order-1") == ["order.created", "payment.queued", "receipt.received", "receipt.verified"])
+            // The same request again is an idempotent replay.
+            #expect(try await api.post("order-1", body).status == .ok)
+        }
+    }
+
+    @Test func whatAppleSignedIsJudgedByTheOrderRules() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let answer = try await api.post("order-1", receipt(try apple.transaction(orderId: "order-1", productId: "gems.9999")))
+            #expect(answer.status == .conflict)
+            #expect(answer.errorCode == "product_mismatch")
+            #expect(try await api.state("order-1") == "payment_queued")
+        }
+    }
+
+    @Test func aForgedSignedTransactionFailsVerificationPermanently() async throws {
+        let apple = try AppleMessages()
+        let stranger = try ProviderTestKit.CA(name: "Stranger")
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let forged = try apple.transaction(orderId: "order-1", by: stranger)
+            let answer = try await api.post("order-1", receipt(forged, transactionId: "2000000000000001"))
+            #expect(answer.status == .created, "\(answer.bodyText)")
+            #expect(try await api.state("order-1") == "rejected")
+            let history = try await api.get("/v1/orders/order-1/history").json["events"]?.elements ?? []
+            #expect(history.last?["data"]?["code"] == "signature_invalid")
+            // The forged bytes are not kept: only their SHA-256.
+            #expect(history.contains { $0["data"]?["signedTransaction"] != nil } == false)
+
+            let unnamed = try await api.post("order-2", receipt(forged))
+            #expect(unnamed.status == .badRequest)
+        }
+    }
+
+    @Test func aTransactionIdOtherThanTheSignedOneIsRefused() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let answer = try await api.post("order-1", receipt(try apple.transaction(orderId: "order-1"), transactionId: "claimed-other"))
+            #expect(answer.status == .badRequest)
+            #expect(answer.json["error"]?["details"]?["field"] == "data.transactionId")
+            #expect(try await api.eventTypes("order-1").count == 2)
+        }
+    }
+
+    @Test func clientsCannotPostProviderFacts() async throws {
+        try await API.run { api in
+            try await api.createOrder("order-1")
+            let answer = try await api.post("order-1", [
+                "eventId": .string(UUID().uuidString), "type": "provider.notified",
+                "data": ["provider": "app_store", "notificationId": "n", "notificationType": "ONE_TIME_CHARGE",
+                         "effect": "payment", "signedAt": "2026-11-24T00:00:00Z", "evidence": [:]],
+            ])
+            #expect(answer.status == .badRequest)
+            #expect(answer.json["error"]?["details"]?["field"] == "type")
+        }
+    }
+}
+
+@Suite("Alipay and WeChat Pay notifications: verified, recorded, answered as each provider expects")
+struct AlipayAndWeChatPayAPITests {
+    static let verifiers = ProviderVerifiers(alipay: ProviderTestKit.alipayVerifier(), wechatPay: ProviderTestKit.wechatVerifier())
+    static let yuan = Money(value: 1234, currency: "CNY")
+
+    func alipay(_ api: API, _ body: [UInt8]) async throws -> API.Answer {
+        try await api.request(.post, "/v1/providers/alipay/notify", token: nil, body: String(decoding: body, as: UTF8.self),
+                              contentType: "application/x-www-form-urlencoded")
+    }
+
+    func wechat(_ api: API, _ body: [UInt8], _ headers: WeChatPayHeaders) async throws -> API.Answer {
+        var fields = HTTPFields()
+        fields[HTTPField.Name("Wechatpay-Timestamp")!] = headers.timestamp
+        fields[HTTPField.Name("Wechatpay-Nonce")!] = headers.nonce
+        fields[HTTPField.Name("Wechatpay-Signature")!] = headers.signature
+        fields[HTTPField.Name("Wechatpay-Serial")!] = headers.serial
+        return try await api.request(.post, "/v1/providers/wechat/notify", token: nil, body: String(decoding: body, as: UTF8.self),
+                                     headers: fields)
+    }
+
+    @Test func anAlipayPaymentVerifiesTheOrderAndARetryIsADuplicate() async throws {
+        try await API.run(providers: Self.verifiers) { api in
+            try await api.createOrder("order-1", provider: .alipay, amount: Self.yuan)
+            let body = try ProviderTestKit.alipayBody(ProviderTestKit.alipayParameters())
+            let answer = try await alipay(api, body)
+            #expect(answer.status == .ok)
+            #expect(answer.bodyText == "success")
+            #expect(try await api.state("order-1") == "verified")
+            #expect(try await alipay(api, body).bodyText == "success")
+            #expect(try await api.eventTypes("order-1").filter { $0 == "provider.notified" }.count == 1)
+        }
+    }
+
+    @Test func anAlipayAmountOtherThanTheOrdersIsRecordedNotAppliedAndListed() async throws {
+        try await API.run(providers: Self.verifiers) { api in
+            try await api.createOrder("order-1", provider: .alipay, amount: Self.yuan)
+            let answer = try await alipay(api, try ProviderTestKit.alipayBody(ProviderTestKit.alipayParameters(totalAmount: "0.01")))
+            #expect(answer.bodyText == "success")
+            #expect(try await api.state("order-1") == "payment_queued")
+            let mismatch = try await api.anomalies("amount_mismatch")
+            #expect(mismatch.map { $0["orderId"] } == ["order-1"])
+        }
+    }
+
+    @Test func forgedAlipayNotificationsWriteNothing() async throws {
+        try await API.run(providers: Self.verifiers) { api in
+            try await api.createOrder("order-1", provider: .alipay, amount: Self.yuan)
+            var otherApp = ProviderTestKit.alipayParameters()
+            otherApp[5] = ("app_id", "2021999999999999")
+            let cases: [(String, [UInt8])] = [
+                ("wrong key", try ProviderTestKit.alipayBody(ProviderTestKit.alipayParameters(), key: ProviderTestKit.otherRSAKey)),
+                ("wrong app id", try ProviderTestKit.alipayBody(otherApp)),
+                ("amount changed after signing", try ProviderTestKit.alipayBody(
+                    ProviderTestKit.alipayParameters(totalAmount: "0.01"), signedParameters: ProviderTestKit.alipayParameters())),
+                ("not a form", Array("%%%".utf8)),
+            ]
+            for (name, body) in cases {
+                let answer = try await alipay(api, body)
+                #expect(answer.bodyText == "failure", "\(name)")
+                #expect(answer.status.code >= 400 && answer.status.code < 500, "\(name): \(answer.status)")
+            }
+            #expect(try await api.providerRows() == 0)
+            #expect(try await api.eventTypes("order-1").count == 2)
+        }
+    }
+
+    @Test func aWeChatPayPaymentAndRefundAreRecorded() async throws {
+        try await API.run(providers: Self.verifiers) { api in
+            try await api.createOrder("order-1", provider: .wechatPay, amount: Self.yuan)
+            let payment = try ProviderTestKit.wechatBody(resource: ProviderTestKit.wechatPaymentResource())
+            let answer = try await wechat(api, payment, try ProviderTestKit.wechatHeaders(body: payment, timestamp: Date()))
+            #expect(answer.status == .noContent, "\(answer.bodyText)")
+            #expect(try await api.state("order-1") == "verified")
+            // Same id again: a duplicate, still 204.
+            #expect(try await wechat(api, payment, try ProviderTestKit.wechatHeaders(body: payment, timestamp: Date())).status == .noContent)
+            #expect(try await api.eventTypes("order-1").filter { $0 == "provider.notified" }.count == 1)
+        }
+    }
+
+    @Test func forgedOrStaleWeChatPayNotificationsWriteNothing() async throws {
+        try await API.run(providers: Self.verifiers) { api in
+            try await api.createOrder("order-1", provider: .wechatPay, amount: Self.yuan)
+            let body = try ProviderTestKit.wechatBody(resource: ProviderTestKit.wechatPaymentResource())
+            let badTag = try ProviderTestKit.wechatBody(resource: ProviderTestKit.wechatPaymentResource(), tamperCiphertext: true)
+            let cases: [(String, [UInt8], WeChatPayHeaders)] = [
+                ("stale timestamp", body, try ProviderTestKit.wechatHeaders(body: body, timestamp: Date().addingTimeInterval(-600))),
+                ("wrong serial", body, try ProviderTestKit.wechatHeaders(body: body, timestamp: Date(), serial: "UNKNOWN")),
+                ("wrong key (a probe)", body, try ProviderTestKit.wechatHeaders(body: body, timestamp: Date(), key: ProviderTestKit.otherRSAKey)),
+                ("bad tag", badTag, try ProviderTestKit.wechatHeaders(body: badTag, timestamp: Date())),
+            ]
+            for (name, body, headers) in cases {
+                let answer = try await wechat(api, body, headers)
+                #expect(answer.status == .forbidden, "\(name): \(answer.bodyText)")
+                #expect(answer.json["code"] == "FAIL", "\(name)")
+            }
+            var missing = HTTPFields()
+            missing[HTTPField.Name("Wechatpay-Nonce")!] = "n"
+            let noHeaders = try await api.request(.post, "/v1/providers/wechat/notify", token: nil,
+                                                  body: String(decoding: body, as: UTF8.self), headers: missing)
+            #expect(noHeaders.status == .badRequest)
+            #expect(try await api.providerRows() == 0)
+            #expect(try await api.eventTypes("order-1").count == 2)
+        }
+    }
+}
