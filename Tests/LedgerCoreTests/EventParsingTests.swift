@@ -20,6 +20,12 @@ enum PostedData {
         .orderFinished: [:],
         .orderCancelled: ["reason": "user_cancelled"],
         .orderRefunded: ["transactionId": "2000000123"],
+        .refundReversed: ["transactionId": "2000000123"],
+        .providerNotified: [
+            "provider": "app_store", "notificationId": "5d2b3a1e-0000-4000-8000-000000000001",
+            "notificationType": "ONE_TIME_CHARGE", "effect": "payment", "signedAt": "2026-11-22T10:00:00Z",
+            "evidence": ["signedPayload": "header.payload.signature"],
+        ],
     ]
 
     static let complete: [EventType: JSONValue] = [
@@ -32,6 +38,7 @@ enum PostedData {
             "transactionId": "2000000123", "originalTransactionId": "2000000100", "source": "notification",
             "submittedBy": "svc:notifications",
             "receiptSha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "signedTransaction": "header.payload.signature",
         ],
         .receiptVerified: [
             "transactionId": "2000000123", "productId": "gems.100", "quantity": 2, "environment": "sandbox",
@@ -44,6 +51,15 @@ enum PostedData {
         .orderRefunded: [
             "transactionId": "2000000123", "amount": ["value": 100, "currency": "USD"], "reason": "REFUND",
             "refundedAt": "2026-11-23T01:02:03Z",
+        ],
+        .refundReversed: ["transactionId": "2000000123"],
+        .providerNotified: [
+            "provider": "app_store", "notificationId": "5d2b3a1e-0000-4000-8000-000000000001",
+            "notificationType": "REFUND", "subtype": "UNKNOWN", "effect": "refund", "signedAt": "2026-11-22T10:00:00.250Z",
+            "transactionId": "2000000123", "originalTransactionId": "2000000100", "productId": "gems.100",
+            "amount": ["value": 499, "currency": "USD"], "environment": "sandbox",
+            "appAccountToken": "6f1c2e9a-0b7d-4c3e-9a51-2d8f0e4b7c61", "purchasedAt": "2026-11-22T09:59:00Z",
+            "revocationReason": "1", "evidence": ["signedPayload": "header.payload.signature"],
         ],
     ]
 
@@ -58,6 +74,8 @@ enum PostedData {
         .orderFinished: [],
         .orderCancelled: ["reason"],
         .orderRefunded: ["transactionId"],
+        .refundReversed: ["transactionId"],
+        .providerNotified: ["provider", "notificationId", "notificationType", "effect", "signedAt", "evidence"],
     ]
 
     /// `data` of `type` with `changes` applied (`nil` removes the member).
@@ -148,7 +166,8 @@ struct EventParsingTests {
     @Test func eventsNameTheirTransaction() throws {
         for type in EventType.allCases {
             let event = try OrderEvent(type: type.rawValue, data: PostedData.minimal[type]!)
-            let namesOne: Set<EventType> = [.receiptReceived, .receiptVerified, .orderGranted, .orderRefunded]
+            // A provider's fact names a transaction as evidence, not as a claim on it: it binds nothing.
+            let namesOne: Set<EventType> = [.receiptReceived, .receiptVerified, .orderGranted, .orderRefunded, .refundReversed]
             #expect(event.transactionId == (namesOne.contains(type) ? "2000000123" : nil))
         }
     }

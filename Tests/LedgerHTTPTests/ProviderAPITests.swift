@@ -9,43 +9,6 @@ import ProviderTestSupport
 import Testing
 import X509
 
-/// Signed App Store messages of the tests' own CA, signed now (the service checks signedDate against its clock).
-struct AppleMessages: Sendable {
-    let ca: ProviderTestKit.CA
-    var verifiers: ProviderVerifiers { ProviderVerifiers(appStore: ProviderTestKit.verifier(trusting: ca)) }
-
-    init() throws { ca = try ProviderTestKit.CA() }
-
-    static func milliseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }
-
-    func transaction(
-        orderId: String, transactionId: String = "2000000000000001", productId: String = "gems.100", price: Int64 = 4990,
-        environment: String = "Production", signedDate: Date = Date(), by signer: ProviderTestKit.CA? = nil
-    ) throws -> String {
-        try ProviderTestKit.jws(payload: [
-            "transactionId": transactionId, "originalTransactionId": transactionId,
-            "appAccountToken": AppAccountToken.forOrderId(orderId).uuidString.lowercased(),
-            "productId": productId, "bundleId": ProviderTestKit.bundleId,
-            "purchaseDate": Self.milliseconds(signedDate.addingTimeInterval(-5)), "price": price, "currency": "USD",
-            "environment": environment, "signedDate": Self.milliseconds(signedDate), "type": "Consumable", "quantity": 1,
-        ], ca: signer ?? ca)
-    }
-
-    func notification(
-        _ type: String, orderId: String, uuid: String = UUID().uuidString.lowercased(), transactionId: String = "2000000000000001",
-        price: Int64 = 4990, bundleId: String = ProviderTestKit.bundleId, signedDate: Date = Date(),
-        by signer: ProviderTestKit.CA? = nil
-    ) throws -> String {
-        let signed = try transaction(orderId: orderId, transactionId: transactionId, price: price, signedDate: signedDate, by: signer)
-        return try ProviderTestKit.jws(payload: [
-            "notificationType": type, "notificationUUID": uuid, "version": "2.0",
-            "signedDate": Self.milliseconds(signedDate),
-            "data": ["bundleId": bundleId, "appAppleId": ProviderTestKit.appAppleId, "environment": "Production",
-                     "signedTransactionInfo": signed],
-        ], ca: signer ?? ca)
-    }
-}
-
 extension API {
     func notify(appStore jws: String) async throws -> Answer {
         try await request(.post, "/v1/providers/app-store/notifications", token: nil,
@@ -123,7 +86,8 @@ struct AppStoreNotificationAPITests {
     @Test func aNotificationMatchingNoOrderIsKeptAsAnAnomaly() async throws {
         let apple = try AppleMessages()
         try await API.run(providers: apple.verifiers) { api in
-            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "never-created"))
+            let jws = try apple.notification("ONE_TIME_CHARGE", orderId: "never-created")
+            let answer = try await api.notify(appStore: jws)
             #expect(answer.status == .ok)
             #expect(answer.json["outcome"] == "unmatched")
             #expect(try await api.ledger.store.count("events") == 0)
@@ -131,6 +95,7 @@ struct AppStoreNotificationAPITests {
             #expect(unknown.count == 1)
             #expect(unknown.first?["state"] == "unmatched")
             // Kept once: Apple's retry is a duplicate.
+            #expect(try await api.notify(appStore: jws).json["outcome"] == "duplicate")
             #expect(try await api.providerRows() == 1)
         }
     }
