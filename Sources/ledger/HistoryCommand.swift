@@ -111,7 +111,9 @@ enum HistoryTable {
         ]])
     }
 
-    /// The event's data on one line, `key=value` in key order; money as `499 USD`; nested objects as JSON.
+    /// The event's data on one line, `key=value` in key order; money as `499 USD`; nested objects as JSON. A value
+    /// longer than 80 characters (a provider's signed message kept as evidence) is cut to its start and its length:
+    /// `--json` prints it whole.
     static func summary(_ data: JSONValue) -> String {
         guard case .object(let members) = data else { return data.canonicalJSON }
         return members.keys.sorted().map { key in
@@ -119,7 +121,8 @@ enum HistoryTable {
             if case .int(let amount)? = value["value"], case .string(let currency)? = value["currency"] {
                 return "\(key)=\(amount) \(currency)"
             }
-            return "\(key)=\(value.text ?? value.canonicalJSON)"
+            let text = value.text ?? value.canonicalJSON
+            return "\(key)=" + (text.count > 80 ? "\(text.prefix(32))… (\(text.count) characters)" : text)
         }.joined(separator: " ")
     }
 }

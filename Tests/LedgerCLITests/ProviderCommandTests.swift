@@ -47,4 +47,43 @@ struct ProviderCommandTests {
             #expect(unconfigured.stderr.contains("--providers-config"), "\(unconfigured.stderr)")
         }
     }
+
+    /// As a user runs it: `serve` with LEDGER_PROVIDERS_CONFIG says which providers it enabled, and an App Store
+    /// notification over HTTP, with no bearer token, verifies an order the client never reported.
+    @Test func serveWithAProvidersConfigurationVerifiesAnOrderFromApplesNotification() async throws {
+        let apple = try AppleMessages()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("providers-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = try apple.configurationFile(in: directory)
+        try await TestDatabase.withURL { url, client in
+            let secret = try await TokenStore(client: client).create(name: "checkout", scopes: [.eventsWrite, .eventsRead])
+            let server = try await RunningServer.start(databaseURL: url, environment: ["LEDGER_PROVIDERS_CONFIG": configuration.path])
+            defer { server.stop() }
+            #expect(server.standardError.contains("app_store enabled, alipay disabled"), "\(server.standardError)")
+            let created: JSONValue = [
+                "eventId": .string(UUID().uuidString), "type": "order.created",
+                "data": ["accountId": "acct-1", "productId": "gems.100", "amount": ["value": 499, "currency": "USD"], "provider": "app_store"],
+            ]
+            #expect(try await server.post("/v1/orders/order-1/events", token: secret, body: created.canonicalJSON) == 201)
+            let notification: JSONValue = ["signedPayload": .string(try apple.notification("ONE_TIME_CHARGE", orderId: "order-1"))]
+            #expect(try await server.post("/v1/providers/app-store/notifications", token: nil, body: notification.canonicalJSON) == 200)
+            #expect(try await Ledger(client: client).order("order-1")?.state == .verified)
+            #expect(try await server.post("/v1/providers/alipay/notify", token: nil, body: "a=b") == 501)
+            // A forgery is refused and logged as a security event naming the check that failed.
+            let forged: JSONValue = ["signedPayload": .string(try AppleMessages().notification("ONE_TIME_CHARGE", orderId: "order-1"))]
+            #expect(try await server.post("/v1/providers/app-store/notifications", token: nil, body: forged.canonicalJSON) == 403)
+            #expect(server.standardError.contains("security: provider message refused"), "\(server.standardError)")
+            #expect(server.standardError.contains("untrusted_chain"), "\(server.standardError)")
+        }
+    }
+
+    @Test func serveRefusesAConfigurationThatDoesNotLoad() async throws {
+        try await TestDatabase.withURL { url, _ in
+            let outcome = try await LedgerBinary.run(
+                ["serve", "--port", "0", "--providers-config", "/nonexistent/providers.json"], databaseURL: url)
+            #expect(outcome.status != 0)
+            #expect(outcome.stderr.contains("/nonexistent/providers.json"), "\(outcome.stderr)")
+        }
+    }
 }

@@ -95,10 +95,10 @@ final class RunningServer: Sendable {
     /// Everything it wrote: standard output and standard error.
     var output: String { ((try? launch.standardOutput()) ?? "") + standardError }
 
-    func post(_ path: String, token: String, body: String) async throws -> Int {
+    func post(_ path: String, token: String?, body: String) async throws -> Int {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = "POST"
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(body.utf8)
         let (_, response) = try await URLSession.shared.data(for: request)

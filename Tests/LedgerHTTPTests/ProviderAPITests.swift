@@ -408,3 +408,54 @@ struct AlipayAndWeChatPayAPITests {
         }
     }
 }
+
+@Suite("Provider endpoints when the database cannot answer: a 5xx, so the provider retries, and nothing half-written")
+struct ProviderUnavailableAPITests {
+    @Test func eachProviderIsToldToRetryAndItsRetryIsRecorded() async throws {
+        let apple = try AppleMessages()
+        var verifiers = apple.verifiers
+        verifiers.alipay = ProviderTestKit.alipayVerifier()
+        verifiers.wechatPay = ProviderTestKit.wechatVerifier()
+        try await API.run(providers: verifiers) { api in
+            try await api.createOrder("apple-1")
+            try await api.createOrder("order-1", provider: .alipay, amount: Money(value: 1234, currency: "CNY"))
+            let released = AsyncStream<Void>.makeStream()
+            let locked = AsyncStream<Void>.makeStream()
+            // Another session holds the providers' table: every delivery waits on it past its deadline.
+            let holder = Task {
+                try await api.tokens.client.withTransaction(logger: .init(label: "test")) { connection in
+                    try await connection.query("LOCK TABLE provider_messages IN ACCESS EXCLUSIVE MODE", logger: .init(label: "test"))
+                    locked.continuation.yield()
+                    await withTaskGroup(of: Void.self) { group in
+                        group.addTask { for await _ in released.stream { break } }
+                        group.addTask { try? await Task.sleep(for: .seconds(60)) }
+                        await group.next()
+                        group.cancelAll()
+                    }
+                }
+            }
+            defer { released.continuation.finish() }
+            for await _ in locked.stream { break }
+
+            let jws = try apple.notification("ONE_TIME_CHARGE", orderId: "apple-1")
+            let form = String(decoding: try ProviderTestKit.alipayBody(ProviderTestKit.alipayParameters()), as: UTF8.self)
+            let (appleAnswer, alipayAnswer) = try await Deadline.$request.withValue(.seconds(2)) {
+                (try await api.notify(appStore: jws),
+                 try await api.request(.post, "/v1/providers/alipay/notify", token: nil, body: form,
+                                       contentType: "application/x-www-form-urlencoded"))
+            }
+            #expect(appleAnswer.status == .serviceUnavailable, "\(appleAnswer.bodyText)")
+            #expect(alipayAnswer.status == .serviceUnavailable)
+            #expect(alipayAnswer.bodyText == "failure")
+            released.continuation.finish()
+            try await holder.value
+            #expect(try await api.providerRows() == 0)
+
+            #expect(try await api.notify(appStore: jws).json["outcome"] == "recorded")
+            #expect(try await api.request(.post, "/v1/providers/alipay/notify", token: nil, body: form,
+                                          contentType: "application/x-www-form-urlencoded").bodyText == "success")
+            #expect(try await api.state("apple-1") == "verified")
+            #expect(try await api.state("order-1") == "verified")
+        }
+    }
+}

@@ -75,20 +75,22 @@ extension Ledger {
 
     /// The order a message was recorded on, if it was recorded (nil order id: kept unmatched); nil if it was not.
     private func recordedProviderMessage(_ fact: ProviderNotified) async throws -> String?? {
-        let rows = try await client.query(
+        try await client.query(
             """
             SELECT order_id FROM provider_messages
             WHERE provider = \(fact.provider.rawValue) AND notification_id = \(fact.notificationId)
-            """, logger: store.logger)
-        for try await orderId in rows.decode(String?.self) { return .some(orderId) }
-        return nil
+            """, logger: store.logger
+        ) { rows in
+            for try await orderId in rows.decode(String?.self) { return .some(orderId) }
+            return nil
+        }
     }
 
     /// The order a message names or implies: the order id it names, else the order its transaction (then original
     /// transaction) is bound to, else the order holding its appAccountToken.
     private func orderMatching(_ match: ProviderMatch) async throws -> String? {
         let transactions = match.transactionIds
-        let rows = try await client.query(
+        return try await client.query(
             """
             SELECT order_id FROM (
                 SELECT order_id, 0 AS rank FROM orders WHERE order_id = \(match.orderId)
@@ -98,14 +100,16 @@ extension Ledger {
                 UNION ALL
                 SELECT order_id, 1000 FROM orders WHERE app_account_token = \(match.appAccountToken)
             ) AS found ORDER BY rank, order_id LIMIT 1
-            """, logger: store.logger)
-        for try await orderId in rows.decode(String.self) { return orderId }
-        return nil
+            """, logger: store.logger
+        ) { rows in
+            for try await orderId in rows.decode(String.self) { return orderId }
+            return nil
+        }
     }
 
     private func keepUnmatched(_ message: ProviderMessage) async throws {
         let fact = message.fact
-        try await client.query(
+        _ = try await client.query(
             """
             INSERT INTO provider_messages (provider, notification_id, order_id, named_order_id, effect, notification_type,
                                            transaction_id, amount_value, currency, signed_at, recorded_at, unmatched_data)
@@ -113,6 +117,7 @@ extension Ledger {
                     \(fact.notificationType), \(fact.transactionId), \(fact.amount?.value), \(fact.amount?.currency),
                     \(Timestamp(fact.signedAt)), now(), \(OrderEvent.providerNotified(fact).data.canonicalJSON)::jsonb)
             ON CONFLICT (provider, notification_id) DO NOTHING
-            """, logger: store.logger)
+            """, logger: store.logger
+        ) { _ in }
     }
 }
