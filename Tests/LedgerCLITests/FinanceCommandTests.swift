@@ -26,10 +26,7 @@ struct FinanceCommandTests {
             }
             try handle.close()
 
-            var before = rusage()
-            getrusage(RUSAGE_CHILDREN.rawValue, &before)
-            print("before the reconcile: peak RSS of the largest child so far \(before.ru_maxrss / 1024) MiB")
-            let outcome = try await LedgerBinary.run(
+            let (outcome, peakMiB) = try await LedgerBinary.runMeasuringPeakMemory(
                 ["reconcile", file.path, "--provider", "app_store", "--from", today, "--to", today, "--csv"], databaseURL: url)
             #expect(outcome.status == 1, "lost orders make the cron job fail: \(outcome.stderr.suffix(500))")
             let lines = outcome.stdout.split(separator: "\n")
@@ -37,10 +34,7 @@ struct FinanceCommandTests {
             #expect(lines.last?.contains("missing_at_provider") == true)
             #expect(outcome.stderr.contains("missing_in_ledger") && outcome.stderr.contains("499000000 USD"))
 
-            var usage = rusage()
-            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
-            let peakMiB = usage.ru_maxrss / 1024
-            print("reconcile of 1,000,001 lines: peak RSS of the largest child so far \(peakMiB) MiB")
+            print("reconcile of 1,000,001 lines: peak RSS \(peakMiB) MiB")
             #expect(peakMiB < 150, "the file streams: memory stays flat (\(peakMiB) MiB)")
         }
     }

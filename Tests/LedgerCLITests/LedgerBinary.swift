@@ -13,7 +13,28 @@ enum LedgerBinary {
     }
 
     static func run(_ arguments: [String], databaseURL: String, environment: [String: String] = [:]) async throws -> Outcome {
-        let launch = try prepare(arguments, databaseURL: databaseURL, environment: environment)
+        try await run(prepare(arguments, databaseURL: databaseURL, environment: environment))
+    }
+
+    /// Runs the command as the only child of a python3 process, which prints the command's own peak resident set
+    /// (`getrusage(RUSAGE_CHILDREN)`, KiB) as the last line of standard error: the test process's children are many
+    /// (servers of other tests), so its own children's peak would not say which one it was.
+    static func runMeasuringPeakMemory(_ arguments: [String], databaseURL: String) async throws -> (Outcome, peakMiB: Int) {
+        let script = """
+            import resource, subprocess, sys
+            code = subprocess.call(sys.argv[1:])
+            print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+            sys.exit(code)
+            """
+        let launch = try prepare(["python3", "-c", script, url.path] + arguments, databaseURL: databaseURL, environment: [:])
+        launch.process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        var outcome = try await run(launch)
+        let lines = outcome.stderr.split(separator: "\n")
+        outcome.stderr = lines.dropLast().joined(separator: "\n")
+        return (outcome, (lines.last.flatMap { Int($0) } ?? Int.max) / 1024)
+    }
+
+    private static func run(_ launch: Launch) async throws -> Outcome {
         defer { try? FileManager.default.removeItem(at: launch.directory) }
         // Waiting through the termination handler, not waitUntilExit, which would tie up a test thread's run loop.
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in

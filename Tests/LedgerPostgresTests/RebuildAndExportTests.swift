@@ -75,8 +75,9 @@ struct RebuildAndExportTests {
                     sawCatchUp = true
                     #expect(orders == 1)
                     // Blocked readers would wait for this very callback: the deadline turns that into a failure.
-                    // (30 s: a blocked read never ends, and a busy machine running the whole suite needs room.)
-                    let read = try await Deadline.$request.withValue(.seconds(30)) { try await ledger.order("order-0") }
+                    // (60 s: a blocked read never ends, and a busy machine running the whole suite needs room: 30 s
+                    // was once not enough while the million-line reconcile ran beside it.)
+                    let read = try await Deadline.$request.withValue(.seconds(60)) { try await ledger.order("order-0") }
                     #expect(read?.state == .refunded, "read from the live tables, not the half-caught-up ones")
                     // On a client of its own: the deadline closes its connection mid-query, after which PostgresNIO
                     // 1.33's pool was seen to stall (DeadlineTests, docs/operating.md).
