@@ -42,6 +42,7 @@ let package = Package(
                 .embedInCode("008_append_guard.sql"),
                 .embedInCode("009_token_epoch.sql"),
                 .embedInCode("010_provider_messages.sql"),
+                .embedInCode("011_refusals_by_order.sql"),
             ]
         ),
         .target(
@@ -55,10 +56,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The console's HTML, CSS and JavaScript, embedded: served by LedgerHTTP at /console/.
+        .target(
+            name: "LedgerConsole",
+            resources: [.embedInCode("Assets/index.html"), .embedInCode("Assets/console.css"), .embedInCode("Assets/console.js")]
+        ),
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerProviders",
+                "LedgerCore", "LedgerPostgres", "LedgerProviders", "LedgerConsole",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

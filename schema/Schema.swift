@@ -12,5 +12,6 @@ public enum LedgerSchema {
         ("008_append_guard.sql", String(decoding: PackageResources._08_append_guard_sql, as: UTF8.self)),
         ("009_token_epoch.sql", String(decoding: PackageResources._09_token_epoch_sql, as: UTF8.self)),
         ("010_provider_messages.sql", String(decoding: PackageResources._10_provider_messages_sql, as: UTF8.self)),
+        ("011_refusals_by_order.sql", String(decoding: PackageResources._11_refusals_by_order_sql, as: UTF8.self)),
     ]
 }

@@ -20,12 +20,14 @@ public enum LedgerApplication {
         router.add(middleware: ErrorMiddleware())
 
         OperationalRoutes(client: ledger.client, metrics: metrics).register(on: router)
+        ConsoleRoutes().register(on: router)
         let tokens = TokenCache(tokens: tokens)
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
         OrderRoutes(ledger: ledger, metrics: metrics, appStore: providers.appStore).register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger).register(readers: readers)
+        EvidenceRoutes(ledger: ledger).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(client: ledger.client).register(finance: finance)
         return router

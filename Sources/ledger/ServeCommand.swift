@@ -59,6 +59,7 @@ struct ServeCommand: AsyncParsableCommand {
             ledger: ledger, host: host, port: port, logger: logger, providers: verifiers
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
+            announce("console: http://\(host):\(port)/console/")
         }
         let sealInterval = sealInterval
         try await Deadline.$request.withValue(.seconds(databaseDeadline)) {

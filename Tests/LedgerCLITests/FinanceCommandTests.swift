@@ -91,9 +91,6 @@ struct FinanceCommandTests {
             try Data(("transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
                 + "px-1,gems.100,\(Int64.max),USD,paid,\(today)T10:00:00Z\npx-2,gems.100,1,USD,paid,\(today)T10:00:00Z\n").utf8)
                 .write(to: file)
-            var before = rusage()
-            getrusage(RUSAGE_CHILDREN.rawValue, &before)
-            print("before the reconcile: peak RSS of the largest child so far \(before.ru_maxrss / 1024) MiB")
             let outcome = try await LedgerBinary.run(
                 ["reconcile", file.path, "--provider", "app_store", "--from", today, "--to", today], databaseURL: url)
             #expect(outcome.status != 0)

@@ -82,6 +82,31 @@ public struct AuditLog: Sendable {
         }
     }
 
+    /// One order's hash chain, link by link: each event's hash, what is wrong with its seal, and whether the chain
+    /// holds from the first event up to it.
+    /// Within the request's deadline (an API read).
+    public func chain(ofOrder orderId: String) async throws -> [ChainLink] {
+        try await client.query(
+            """
+            SELECT \(unescaped: Self.columns)
+            FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
+            WHERE e.order_id = \(orderId) ORDER BY e.version
+            """, logger: logger
+        ) { rows in
+            var links: [ChainLink] = []
+            var intact = true
+            for try await row in rows {
+                let audited = try Self.decode(row)
+                let problem = audited.sealProblem
+                intact = intact && problem == nil
+                links.append(ChainLink(
+                    version: audited.event.version, position: audited.event.position, hash: audited.hash?.hex,
+                    problem: problem, verifiedUpToHere: intact))
+            }
+            return links
+        }
+    }
+
     static let columns = """
         e.position, e.order_id, e.version, e.event_id, e.type, e.data::text, e.metadata::text, e.occurred_at, e.recorded_at,
         e.canonical, e.hash, p.hash

@@ -34,3 +34,15 @@ public struct AuditedEvent: Sendable, Hashable {
         return nil
     }
 }
+
+/// One event's place in its order's hash chain (`AuditLog.chain(ofOrder:)`).
+public struct ChainLink: Sendable, Hashable {
+    public var version: Int
+    public var position: Int64
+    /// Lower-case hex; nil when the event is not sealed.
+    public var hash: String?
+    /// What is wrong with this event's seal (`AuditedEvent.sealProblem`), nil when intact.
+    public var problem: String?
+    /// Every seal from version 1 up to this one is intact.
+    public var verifiedUpToHere: Bool
+}

@@ -30,4 +30,34 @@ public struct RefusalLog: Sendable {
                     \(JSONValue.object(refusal.details).canonicalJSON)::jsonb)
             """, logger: logger, reading: { _ in })
     }
+
+    /// The latest `limit` refusals of one order, newest first.
+    public func refusals(ofOrder orderId: String, limit: Int) async throws -> [RecordedRefusal] {
+        try await client.query(
+            """
+            SELECT id, recorded_at, actor, event_type, transaction_id, code, details::text FROM refusals
+            WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger
+        ) { rows in
+            var found: [RecordedRefusal] = []
+            for try await (id, recordedAt, actor, eventType, transactionId, code, details)
+                in rows.decode((Int64, Date, String, String, String?, String, String).self) {
+                found.append(RecordedRefusal(
+                    id: id, recordedAt: recordedAt, actor: actor, eventType: eventType, transactionId: transactionId,
+                    code: code, details: (try? JSONValue(parsing: Array(details.utf8))) ?? .object([:])))
+            }
+            return found
+        }
+    }
+}
+
+/// One row of the refusal log.
+public struct RecordedRefusal: Sendable, Hashable {
+    public var id: Int64
+    public var recordedAt: Date
+    public var actor: String
+    public var eventType: String
+    public var transactionId: String?
+    public var code: String
+    public var details: JSONValue
 }

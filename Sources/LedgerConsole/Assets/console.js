@@ -1,0 +1,498 @@
+// OrderLedger console. Uses only the public API (/v1, documented in /openapi.yaml), with the token kept in this
+// tab's sessionStorage and sent as a bearer header, never in a URL. Every value reaches the page as text
+// (textContent, never innerHTML): order ids and provider data are hostile input.
+"use strict";
+
+const TOKEN_KEY = "orderledger.token";
+const main = document.getElementById("main");
+
+// ---- DOM helpers -------------------------------------------------------------------------------------------------
+
+/** An element with attributes (on* never) and children: strings become text nodes. */
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes.flat());
+  main.focus({ preventScroll: true });
+}
+
+/** A time in the browser's zone, UTC on hover. */
+function time(iso) {
+  if (!iso) return el("span", { class: "muted" }, "—");
+  const date = new Date(iso);
+  return el("time", { datetime: iso, title: iso + " (UTC)" }, date.toLocaleString());
+}
+
+function money(value) {
+  if (!value || typeof value !== "object") return "—";
+  return `${value.value} ${value.currency}`;
+}
+
+function table(headers, rows, options = {}) {
+  const head = el("tr", {}, headers.map((h) => el("th", { scope: "col", class: options.numeric?.includes(h) ? "num" : null }, h)));
+  const body = rows.map((cells) => el("tr", {}, cells.map((cell, i) =>
+    el("td", { class: options.numeric?.includes(headers[i]) ? "num" : null }, cell))));
+  return el("div", { class: "scroll" }, el("table", { id: options.id }, el("thead", {}, head), el("tbody", {}, body)));
+}
+
+function link(hash, text) { return el("a", { href: hash }, text); }
+const orderLink = (id) => link("#/order/" + encodeURIComponent(id), id);
+const accountLink = (id) => link("#/account/" + encodeURIComponent(id), id);
+
+function download(name, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const anchor = el("a", { href: url, download: name });
+  document.body.append(anchor);
+  anchor.click();
+  anchor.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// ---- The API -----------------------------------------------------------------------------------------------------
+
+class Problem extends Error {
+  constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+}
+
+/** Calls the API with the tab's token; JSON answers parsed, errors as Problem with the API's code and message. */
+async function api(path, { method = "GET", body, contentType, accept = "application/json" } = {}) {
+  const headers = { Accept: accept };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  if (contentType) headers["Content-Type"] = contentType;
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body, cache: "no-store", credentials: "omit" });
+  } catch (error) {
+    throw new Problem(0, "network", "The ledger could not be reached: " + error.message);
+  }
+  const text = await response.text();
+  if (!response.ok) {
+    let code = "http_" + response.status, message = text;
+    try { const parsed = JSON.parse(text).error; code = parsed.code; message = parsed.message; } catch (_) { /* not JSON */ }
+    throw new Problem(response.status, code, message);
+  }
+  if (accept !== "application/json") return text;
+  return { json: text ? JSON.parse(text) : null, text };
+}
+
+/** What went wrong, said on the page: a 401 asks to sign in again, a 403 names the scope the view needs. */
+function explain(error, scope) {
+  if (error.status === 401) {
+    return el("div", { class: "notice", role: "alert", id: "problem" },
+      el("strong", {}, "Not signed in. "), "The ledger did not accept the token (", error.message, "). ",
+      link("#/signin", "Sign in again"), ".");
+  }
+  if (error.status === 403) {
+    return el("div", { class: "notice", role: "alert", id: "problem" },
+      el("strong", {}, "Not allowed. "), `This view needs a token with the ${scope} scope; yours does not have it. `,
+      "Ask an operator for one (ledger tokens create --scopes " + scope + ").");
+  }
+  return el("div", { class: "notice", role: "alert", id: "problem" },
+    el("strong", {}, error.status ? `${error.code} (${error.status}). ` : "Error. "), error.message);
+}
+
+async function attempt(scope, render) {
+  try { await render(); } catch (error) {
+    if (!(error instanceof Problem)) throw error;
+    show(explain(error, scope));
+  }
+}
+
+// ---- Views -------------------------------------------------------------------------------------------------------
+
+function signIn() {
+  const input = el("input", { id: "token", type: "password", autocomplete: "off", required: true, "aria-label": "API token" });
+  const form = el("form", { id: "signin", class: "panel" },
+    el("h1", {}, "Sign in"),
+    el("p", {}, "Paste an API token (", el("code", {}, "ledger tokens create"), "). It is kept for this tab only and sent to the ledger as a bearer header."),
+    el("div", { class: "controls" }, el("label", {}, "Token", input), el("button", { type: "submit" }, "Sign in")));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    location.hash = "#/";
+  });
+  show(form);
+  input.focus();
+}
+
+function home() {
+  show(el("div", { class: "panel" },
+    el("h1", {}, "Find an order"),
+    el("p", {}, "Type an order id, an account id or a provider transaction id in the search box above. ",
+      "Or open ", link("#/anomalies", "the anomalies"), ", ", link("#/revenue", "revenue"), ", ",
+      link("#/reconcile", "a reconciliation"), " or ", link("#/digest", "the ledger digest"), ".")));
+}
+
+/** Every page of an order's history (as of `asOf` when given). */
+async function wholeHistory(orderId, asOf) {
+  const pages = [];
+  let after = 0;
+  for (;;) {
+    const query = new URLSearchParams({ limit: "1000", after: String(after) });
+    if (asOf) query.set("asOf", asOf);
+    const page = (await api(`/v1/orders/${encodeURIComponent(orderId)}/history?${query}`)).json;
+    pages.push(page);
+    if (page.next === null || page.next === undefined) break;
+    after = page.next;
+  }
+  return { orderId, asOf: pages[0].asOf, order: pages[pages.length - 1].order, events: pages.flatMap((p) => p.events), pages };
+}
+
+/** The data worth a glance, on one line; the whole of it is in the JSON. */
+function keyData(event) {
+  const data = event.data || {};
+  const skip = new Set(["evidence", "signedTransaction"]);
+  return Object.keys(data).sort().filter((k) => !skip.has(k)).map((key) => {
+    const value = data[key];
+    const text = value && typeof value === "object" && "value" in value && "currency" in value ? money(value)
+      : typeof value === "object" ? JSON.stringify(value) : String(value);
+    return `${key}=${text.length > 60 ? text.slice(0, 57) + "…" : text}`;
+  }).join(" ");
+}
+
+async function orderStory(orderId, asOf) {
+  await attempt("events:read", async () => {
+    const [history, chain, refusals] = await Promise.all([
+      wholeHistory(orderId, asOf),
+      api(`/v1/orders/${encodeURIComponent(orderId)}/chain`).then((r) => r.json),
+      api(`/v1/orders/${encodeURIComponent(orderId)}/refusals`).then((r) => r.json),
+    ]);
+    const links = new Map(chain.events.map((link) => [link.version, link]));
+    const order = history.order;
+
+    const asOfInput = el("input", { id: "asof", type: "datetime-local", step: "1", "aria-label": "As of" });
+    if (asOf) asOfInput.value = toLocalInput(new Date(asOf));
+    const asOfForm = el("form", { class: "controls", id: "asof-form" },
+      el("label", {}, "Show the order as it was at (your time zone)", asOfInput),
+      el("button", { type: "submit" }, "Show"),
+      asOf ? link("#/order/" + encodeURIComponent(orderId), "Now") : null);
+    asOfForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (!asOfInput.value) return;
+      const at = new Date(asOfInput.value).toISOString();
+      location.hash = "#/order/" + encodeURIComponent(orderId) + "?asOf=" + encodeURIComponent(at);
+    });
+
+    const facts = order ? el("dl", { class: "facts", id: "order-facts" },
+      el("dt", {}, "State"), el("dd", {}, el("span", { class: "state", id: "order-state" }, order.state)),
+      el("dt", {}, "Account"), el("dd", {}, accountLink(order.accountId)),
+      el("dt", {}, "Product"), el("dd", {}, order.productId, " × ", String(order.quantity)),
+      el("dt", {}, "Amount"), el("dd", {}, money(order.amount)),
+      el("dt", {}, "Provider"), el("dd", {}, order.provider, " (", order.environment, ")"),
+      el("dt", {}, "Transaction"), el("dd", {}, order.transactionId ? link("#/transaction/" + encodeURIComponent(order.transactionId), order.transactionId) : "—"),
+      el("dt", {}, "Flags"), el("dd", {}, order.flags.length ? order.flags.join(", ") : "—"),
+      el("dt", {}, "Refunded"), el("dd", {}, order.refundedAmount ? money(order.refundedAmount) : "—"),
+    ) : el("p", { id: "order-facts" }, "The order did not exist yet at that time.");
+
+    const rows = history.events.map((event) => {
+      const link = links.get(event.version);
+      const seal = !link ? el("span", { class: "muted" }, "—")
+        : el("span", { class: link.verifiedUpToHere ? "ok" : "bad", title: link.problem || "the chain verifies up to this event" },
+          link.verifiedUpToHere ? "✓ " : "✗ ", el("code", {}, (link.hash || "unsealed").slice(0, 12)));
+      return [String(event.version), time(event.recordedAt), time(event.occurredAt), event.type, event.actor || "—",
+        keyData(event), event.stateAfter || "—", seal];
+    });
+
+    const evidence = history.events.filter((e) => e.type === "provider.notified" || e.data?.signedTransaction)
+      .map((event) => el("details", { class: "evidence" },
+        el("summary", {}, `version ${event.version}: ${event.data.provider || "app_store"} ${event.data.notificationType || "signed transaction"}`),
+        el("pre", {}, JSON.stringify(event.data.evidence || { signedTransaction: event.data.signedTransaction }, null, 2))));
+
+    show(
+      el("h1", {}, "Order ", el("span", { id: "order-id" }, orderId)),
+      el("div", { class: "panel" }, asOfForm, asOf ? el("p", { class: "muted", id: "asof-note" }, "As of ", time(asOf)) : null),
+      el("div", { class: "panel" }, facts),
+      el("h2", {}, "Story"),
+      el("p", { class: chain.verified ? "ok" : "bad", id: "chain-status" },
+        chain.verified ? "The hash chain of every event verifies." : "The hash chain does not verify: see the ✗ rows."),
+      table(["#", "Recorded", "Occurred", "Type", "Actor", "Data", "State after", "Hash"], rows, { id: "story" }),
+      el("h2", {}, "Refusals"),
+      refusals.refusals.length
+        ? table(["Recorded", "Actor", "Event", "Transaction", "Code", "Details"], refusals.refusals.map((r) =>
+          [time(r.recordedAt), r.actor, r.eventType, r.transactionId || "—", r.code, JSON.stringify(r.details)]), { id: "refusals" })
+        : el("p", { class: "muted", id: "refusals" }, "None recorded."),
+      el("h2", {}, "Provider evidence"),
+      evidence.length ? evidence : el("p", { class: "muted" }, "No provider message on this order."),
+      el("details", {}, el("summary", {}, "JSON (the API's answer)"), el("pre", { id: "json" }, JSON.stringify(history.pages.length === 1 ? history.pages[0] : history.pages, null, 2))),
+    );
+  });
+}
+
+function toLocalInput(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}
+
+async function account(accountId, cursor) {
+  await attempt("events:read", async () => {
+    const query = new URLSearchParams({ accountId, limit: "50" });
+    if (cursor) query.set("cursor", cursor);
+    const page = (await api("/v1/orders?" + query)).json;
+    const next = page.nextCursor
+      ? link("#/account/" + encodeURIComponent(accountId) + "?cursor=" + encodeURIComponent(page.nextCursor), "Next page")
+      : null;
+    show(
+      el("h1", {}, "Account ", el("span", { id: "account-id" }, accountId)),
+      page.orders.length
+        ? table(["Order", "State", "Product", "Amount", "Provider", "Updated"], page.orders.map((o) =>
+          [orderLink(o.orderId), el("span", { class: "state" }, o.state), o.productId, money(o.amount), o.provider, time(o.updatedAt)]),
+        { id: "orders", numeric: ["Amount"] })
+        : el("p", {}, "No orders for this account."),
+      next);
+  });
+}
+
+async function transaction(transactionId) {
+  await attempt("events:read", async () => {
+    const status = (await api("/v1/transactions/" + encodeURIComponent(transactionId))).json;
+    location.replace("#/order/" + encodeURIComponent(status.orderId));
+  });
+}
+
+/** Recognises the id: an order first, then a transaction, then an account with orders. */
+async function find(q, kind) {
+  if (kind === "order") return (location.hash = "#/order/" + encodeURIComponent(q));
+  if (kind === "account") return (location.hash = "#/account/" + encodeURIComponent(q));
+  if (kind === "transaction") return (location.hash = "#/transaction/" + encodeURIComponent(q));
+  await attempt("events:read", async () => {
+    const known = async (path) => {
+      try { return (await api(path)).json; } catch (error) {
+        if (error instanceof Problem && error.status === 404) return null;
+        throw error;
+      }
+    };
+    if (await known("/v1/orders/" + encodeURIComponent(q))) return (location.hash = "#/order/" + encodeURIComponent(q));
+    const tx = await known("/v1/transactions/" + encodeURIComponent(q));
+    if (tx) return (location.hash = "#/order/" + encodeURIComponent(tx.orderId));
+    const orders = await known("/v1/orders?" + new URLSearchParams({ accountId: q, limit: "1" }));
+    if (orders && orders.orders.length) return (location.hash = "#/account/" + encodeURIComponent(q));
+    show(el("div", { class: "notice", id: "problem" }, "Nothing in the ledger is called ", el("code", {}, q), "."));
+  });
+}
+
+const ANOMALY_KINDS = ["lost_order", "paid_not_granted", "not_finished", "stuck_payment", "finished_before_grant", "late_receipt",
+  "refunded_before_grant", "refused_grant", "refunded_at_provider", "amount_mismatch", "unknown_provider_transaction",
+  "consumption_request"];
+
+async function anomalies(params) {
+  await attempt("finance:read", async () => {
+    const query = new URLSearchParams({ limit: "100" });
+    for (const key of ["kind", "olderThan", "cursor"]) if (params.get(key)) query.set(key, params.get(key));
+    const page = (await api("/v1/anomalies?" + query)).json;
+    const kind = el("select", { id: "anomaly-kind", "aria-label": "Kind" },
+      el("option", { value: "" }, "every kind"), ANOMALY_KINDS.map((k) => el("option", { value: k, selected: params.get("kind") === k }, k)));
+    const olderThan = el("input", { id: "older-than", value: params.get("olderThan") || "", placeholder: "e.g. 10m, 24h", "aria-label": "Older than", size: 8 });
+    const form = el("form", { class: "controls panel" }, el("label", {}, "Kind", kind), el("label", {}, "Older than", olderThan),
+      el("button", { type: "submit" }, "Filter"));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const next = new URLSearchParams();
+      if (kind.value) next.set("kind", kind.value);
+      if (olderThan.value.trim()) next.set("olderThan", olderThan.value.trim());
+      location.hash = "#/anomalies?" + next;
+    });
+    const more = new URLSearchParams(params);
+    if (page.nextCursor) more.set("cursor", page.nextCursor);
+    show(
+      el("h1", {}, "Anomalies"), form,
+      page.anomalies.length
+        ? table(["Kind", "Order", "Account", "State", "Since", "Age", "Detail"], page.anomalies.map((a) =>
+          [a.kind, a.orderId ? orderLink(a.orderId) : "—", a.accountId ? accountLink(a.accountId) : "—", a.state, time(a.since),
+            age(a.ageSeconds), a.detail]), { id: "anomalies" })
+        : el("p", { id: "anomalies" }, "No anomaly matches."),
+      page.nextCursor ? link("#/anomalies?" + more, "Next page") : null);
+  });
+}
+
+function age(seconds) {
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172800) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86400)} d`;
+}
+
+function isoDay(date) { return date.toISOString().slice(0, 10); }
+
+async function revenue(params) {
+  await attempt("finance:read", async () => {
+    const today = new Date();
+    const from = params.get("from") || isoDay(new Date(today.getTime() - 29 * 86400000));
+    const to = params.get("to") || isoDay(today);
+    const zone = params.get("timezone") || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+    const report = (await api("/v1/reports/revenue?" + new URLSearchParams({ from, to, groupBy: "day,currency", timezone: zone }))).json;
+    const currencies = [...new Set(report.rows.map((r) => r.currency))].sort();
+    const currency = params.get("currency") && currencies.includes(params.get("currency")) ? params.get("currency") : currencies[0];
+    const rows = report.rows.filter((r) => r.currency === currency).sort((a, b) => a.day.localeCompare(b.day));
+
+    const inputs = {
+      from: el("input", { id: "from", type: "date", value: from, "aria-label": "From" }),
+      to: el("input", { id: "to", type: "date", value: to, "aria-label": "To" }),
+      timezone: el("input", { id: "timezone", value: zone, "aria-label": "Time zone", size: 16 }),
+      currency: el("select", { id: "currency", "aria-label": "Currency" }, currencies.map((c) => el("option", { value: c, selected: c === currency }, c))),
+    };
+    const form = el("form", { class: "controls panel" },
+      el("label", {}, "From", inputs.from), el("label", {}, "To", inputs.to), el("label", {}, "Time zone", inputs.timezone),
+      el("label", {}, "Currency", inputs.currency), el("button", { type: "submit" }, "Show"));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const next = new URLSearchParams({ from: inputs.from.value, to: inputs.to.value, timezone: inputs.timezone.value, currency: inputs.currency.value });
+      location.hash = "#/revenue?" + next;
+    });
+    const totals = rows.reduce((t, r) => ({ granted: t.granted + r.granted.amount, refunded: t.refunded + r.refunded.amount, net: t.net + r.net }),
+      { granted: 0, refunded: 0, net: 0 });
+    const csv = ["day,currency,granted_count,granted_amount,refunded_count,refunded_amount,net"]
+      .concat(rows.map((r) => [r.day, r.currency, r.granted.count, r.granted.amount, r.refunded.count, r.refunded.amount, r.net].join(",")))
+      .join("\n") + "\n";
+    const save = el("button", { type: "button", class: "secondary", id: "revenue-csv" }, "Download CSV");
+    save.addEventListener("click", () => download(`revenue-${from}-${to}-${currency || "none"}.csv`, "text/csv", csv));
+    show(
+      el("h1", {}, "Revenue"), form,
+      rows.length ? chart(rows) : el("p", {}, "Nothing granted or refunded in this period."),
+      el("p", { id: "revenue-totals" }, `Total in ${currency || "—"}: granted ${totals.granted}, refunded ${totals.refunded}, net ${totals.net} (minor units)`),
+      table(["Day", "Granted", "Granted amount", "Refunded", "Refunded amount", "Net"], rows.map((r) =>
+        [r.day, String(r.granted.count), String(r.granted.amount), String(r.refunded.count), String(r.refunded.amount), String(r.net)]),
+      { id: "revenue", numeric: ["Granted", "Granted amount", "Refunded", "Refunded amount", "Net"] }),
+      save);
+  });
+}
+
+/** Granted (up) and refunded (down) per day, plain SVG. */
+function chart(rows) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = (tag, attributes, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attributes)) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const width = 640, height = 220, pad = 24, mid = height * 0.7;
+  const peak = Math.max(1, ...rows.map((r) => Math.max(r.granted.amount, r.refunded.amount)));
+  const step = (width - 2 * pad) / rows.length;
+  const root = svg("svg", { class: "chart", id: "revenue-chart", viewBox: `0 0 ${width} ${height}`, role: "img",
+    "aria-label": "Granted and refunded amounts per day" });
+  root.append(svg("line", { x1: pad, x2: width - pad, y1: mid, y2: mid, stroke: "#999" }));
+  rows.forEach((r, i) => {
+    const x = pad + i * step + step * 0.15, w = Math.max(1, step * 0.7);
+    const up = (r.granted.amount / peak) * (mid - pad), down = (r.refunded.amount / peak) * (height - mid - pad);
+    const bar = svg("rect", { class: "granted", x, y: mid - up, width: w, height: up });
+    bar.append(svg("title", {}, `${r.day}: granted ${r.granted.amount}`));
+    const back = svg("rect", { class: "refunded", x, y: mid, width: w, height: down });
+    back.append(svg("title", {}, `${r.day}: refunded ${r.refunded.amount}`));
+    root.append(bar, back);
+    if (rows.length <= 12 || i % Math.ceil(rows.length / 12) === 0) root.append(svg("text", { x, y: height - 6 }, r.day.slice(5)));
+  });
+  return root;
+}
+
+function reconcile() {
+  const file = el("input", { id: "provider-file", type: "file", accept: ".csv,text/csv", required: true, "aria-label": "Provider CSV" });
+  const provider = el("select", { id: "provider", "aria-label": "Provider" },
+    ["app_store", "alipay", "wechat_pay", "other"].map((p) => el("option", { value: p }, p)));
+  const today = isoDay(new Date());
+  const from = el("input", { id: "rec-from", type: "date", value: today.slice(0, 8) + "01", "aria-label": "From" });
+  const to = el("input", { id: "rec-to", type: "date", value: today, "aria-label": "To" });
+  const result = el("div", { id: "reconciliation" });
+  const form = el("form", { class: "controls panel", id: "reconcile-form" },
+    el("label", {}, "Provider file (CSV)", file), el("label", {}, "Provider", provider),
+    el("label", {}, "From", from), el("label", {}, "To", to), el("button", { type: "submit" }, "Reconcile"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = file.files[0];
+    if (!chosen) return;
+    const path = "/v1/reconciliations?" + new URLSearchParams({ provider: provider.value, from: from.value, to: to.value });
+    result.replaceChildren(el("p", {}, "Reconciling…"));
+    attemptInto(result, "finance:read", async () => {
+      const answer = (await api(path, { method: "POST", body: chosen, contentType: "text/csv" })).json;
+      const summary = Object.entries(answer.summary).filter(([, v]) => v.count > 0)
+        .map(([k, v]) => [k, String(v.count), Object.entries(v.amounts).map(([c, a]) => `${a} ${c}`).join(", ")]);
+      const save = el("button", { type: "button", class: "secondary", id: "reconciliation-csv" }, "Download every row (CSV)");
+      save.addEventListener("click", () => attemptInto(result, "finance:read", async () =>
+        download("reconciliation.csv", "text/csv", await api(path, { method: "POST", body: chosen, contentType: "text/csv", accept: "text/csv" }))));
+      result.replaceChildren(
+        el("h2", {}, "Summary"), table(["Result", "Rows", "Amounts"], summary, { id: "reconciliation-summary" }),
+        el("h2", {}, "Rows that differ"),
+        answer.rows.length ? table(["Line", "Result", "Transaction", "Order", "Ledger", "Provider", "Problem"], answer.rows.map((r) => [
+          r.line === null ? "—" : String(r.line), r.result, r.transactionId || "—", r.orderId ? orderLink(r.orderId) : "—",
+          r.ledger ? `${r.ledger.state} ${money(r.ledger.amount)}` : "—", r.provider ? `${r.provider.status} ${money(r.provider.amount)}` : "—",
+          r.problem || ""]), { id: "reconciliation-rows" }) : el("p", {}, "Every row matched."),
+        answer.truncated ? el("p", { class: "muted" }, `${answer.rowsOmitted} more rows not listed: download them all.`) : null,
+        save);
+    });
+  });
+  show(el("h1", {}, "Reconciliation"), form, result);
+}
+
+async function attemptInto(container, scope, work) {
+  try { await work(); } catch (error) {
+    if (!(error instanceof Problem)) throw error;
+    container.replaceChildren(explain(error, scope));
+  }
+}
+
+async function digest() {
+  await attempt("events:read", async () => {
+    let checkpoint;
+    try { checkpoint = (await api("/v1/ledger/digest")).json; } catch (error) {
+      if (error instanceof Problem && error.status === 404) return show(el("h1", {}, "Ledger digest"), el("p", {}, "No digest has been sealed yet."));
+      throw error;
+    }
+    const command = `ledger verify --digest ${checkpoint.pinned}`;
+    const copy = el("button", { type: "button", id: "copy-digest" }, "Copy");
+    copy.addEventListener("click", async () => {
+      try { await navigator.clipboard.writeText(checkpoint.pinned); copy.textContent = "Copied"; } catch (_) { copy.textContent = "Select and copy"; }
+    });
+    show(
+      el("h1", {}, "Ledger digest"),
+      el("div", { class: "panel" }, el("dl", { class: "facts" },
+        el("dt", {}, "Digest"), el("dd", {}, el("code", { id: "digest" }, checkpoint.pinned), " ", copy),
+        el("dt", {}, "Covers"), el("dd", {}, `the first ${checkpoint.eventCount} events, up to position ${checkpoint.position}`),
+        el("dt", {}, "Sealed"), el("dd", {}, time(checkpoint.recordedAt)))),
+      el("p", {}, "Save the digest. Later, anyone proves that no event up to it was altered by running:"),
+      el("pre", { id: "verify-command" }, command));
+  });
+}
+
+// ---- Routing -----------------------------------------------------------------------------------------------------
+
+async function route() {
+  const [path, queryText] = location.hash.replace(/^#/, "").split("?");
+  const params = new URLSearchParams(queryText || "");
+  const parts = (path || "/").split("/").filter(Boolean).map(decodeURIComponent);
+  if (!sessionStorage.getItem(TOKEN_KEY) || parts[0] === "signin") return signIn();
+  switch (parts[0]) {
+    case "order": return orderStory(parts[1], params.get("asOf"));
+    case "account": return account(parts[1], params.get("cursor"));
+    case "transaction": return transaction(parts[1]);
+    case "anomalies": return anomalies(params);
+    case "revenue": return revenue(params);
+    case "reconcile": return reconcile();
+    case "digest": return digest();
+    default: return home();
+  }
+}
+
+document.getElementById("search").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const q = document.getElementById("q").value.trim();
+  if (q) find(q, document.getElementById("kind").value);
+});
+document.getElementById("signout").addEventListener("click", () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.hash = "#/signin";
+});
+window.addEventListener("hashchange", route);
+route();
