@@ -105,6 +105,13 @@ final class RunningServer: Sendable {
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
+    func get(_ path: String, token: String) async throws -> JSONValue {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return try JSONValue(parsing: Array(data))
+    }
+
     /// Sends SIGTERM and returns: `serve` ends by itself. Not `waitUntilExit`, which on Linux spins the calling
     /// thread's run loop — a thread of the two-thread cooperative pool on this machine, which every other test needs.
     /// (Dropping the test's database afterwards ends the server's connections in any case.)

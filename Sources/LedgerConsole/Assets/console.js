@@ -25,7 +25,7 @@ function el(tag, attributes, ...children) {
 }
 
 function show(...nodes) {
-  main.replaceChildren(...nodes.flat());
+  main.replaceChildren(...nodes.flat().filter((node) => node !== null && node !== undefined && node !== false));
   main.focus({ preventScroll: true });
 }
 
@@ -174,7 +174,7 @@ async function orderStory(orderId, asOf) {
     const links = new Map(chain.events.map((link) => [link.version, link]));
     const order = history.order;
 
-    const asOfInput = el("input", { id: "asof", type: "datetime-local", step: "1", "aria-label": "As of" });
+    const asOfInput = el("input", { id: "asof", type: "datetime-local", step: "0.001", "aria-label": "As of" });
     if (asOf) asOfInput.value = toLocalInput(new Date(asOf));
     const asOfForm = el("form", { class: "controls", id: "asof-form" },
       el("label", {}, "Show the order as it was at (your time zone)", asOfInput),
@@ -232,9 +232,10 @@ async function orderStory(orderId, asOf) {
   });
 }
 
+// To the millisecond: events of one order are often recorded within the same second.
 function toLocalInput(date) {
-  const pad = (n) => String(n).padStart(2, "0");
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  const pad = (n, width = 2) => String(n).padStart(width, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
 }
 
 async function account(accountId, cursor) {

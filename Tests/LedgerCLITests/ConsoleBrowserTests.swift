@@ -1,0 +1,195 @@
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// The console in a real browser (headless Chromium), against `ledger serve` on a fresh database holding a realistic
+/// set of orders. Screenshots go to `$CONSOLE_SCREENSHOTS` (default: a temporary directory), each path printed.
+@Suite("Console: a real browser signs in, finds, reads stories, anomalies, revenue and a reconciliation", .serialized)
+struct ConsoleBrowserTests {
+    static let screenshots = URL(fileURLWithPath: ProcessInfo.processInfo.environment["CONSOLE_SCREENSHOTS"]
+        ?? FileManager.default.temporaryDirectory.appendingPathComponent("orderledger-console-screenshots").path)
+
+    /// The orders of the scenario, recorded through the ledger as services would post them.
+    struct Scenario {
+        var normal = Lifecycle(), lost = Lifecycle(), refunded = Lifecycle(), switched = Lifecycle(), late = Lifecycle()
+        var hostile = Lifecycle()
+        /// When the normal order had only its first two events: as-of shows it `payment_queued`.
+        var normalQueuedAt = Date()
+
+        static let hostileText = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+
+        mutating func record(on ledger: Ledger) async throws {
+            let metadata = EventMetadata(actor: "checkout-service")
+            func post(_ orderId: String, _ events: [Submission]) async throws {
+                for event in events { _ = try await ledger.record(orderId: orderId, events: [event], metadata: metadata) }
+            }
+            normal.accountId = "acct-alice"
+            try await post("order-normal", [normal.created, normal.queued])
+            // The console's as-of is to the millisecond: the later events are recorded two milliseconds after this
+            // moment at the least, so "as of normalQueuedAt + 1 ms" falls between them.
+            normalQueuedAt = Date().addingTimeInterval(0.001)
+            while Date().timeIntervalSince(normalQueuedAt) < 0.001 { await Task.yield() }
+            try await post("order-normal", [normal.receipt, normal.verified, normal.granted(), normal.finished])
+            lost.accountId = "acct-alice"
+            try await post("order-lost", [lost.created, lost.queued, lost.receipt, lost.verified])
+            refunded.accountId = "acct-bob"
+            try await post("order-refunded", refunded.happyPath + [refunded.refunded])
+            switched.accountId = "acct-carol"
+            try await post("order-switched", [switched.created, switched.queued, switched.receipt, switched.verified])
+            // Another account logged in: the grant to it is refused and kept in the refusal log.
+            await #expect(throws: Refusal.self) { try await post("order-switched", [switched.granted(to: "acct-mallory")]) }
+            late.accountId = "acct-dave"
+            try await post("order-late", [late.created, late.cancelled, late.receipt])
+            hostile.accountId = "acct-eve"
+            try await post("order-hostile", [hostile.created, hostile.queued, hostile.receipt,
+                                             hostile.submission("verification.failed", [
+                                                 "code": "21002", "retryable": false, "message": .string(Self.hostileText)])])
+        }
+    }
+
+    @Test func aRealBrowserWalksTheConsole() async throws {
+        try await TestDatabase.withURL { url, client in
+            var scenario = Scenario()
+            try await scenario.record(on: Ledger(client: client))
+            let secret = try await TokenStore(client: client).create(name: "auditor", scopes: Scope.allCases)
+            let readerOnly = try await TokenStore(client: client).create(name: "support", scopes: [.eventsRead])
+            let server = try await RunningServer.start(databaseURL: url)
+            defer { server.stop() }
+            #expect(server.output.contains("console: http://127.0.0.1:\(server.port)/console/"), "serve prints the console's URL")
+            let browser = try await HeadlessBrowser.start()
+            do {
+                try await walk(browser, server: server, scenario: scenario, secret: secret, readerOnly: readerOnly)
+            } catch {
+                try? await browser.screenshot("failure", in: Self.screenshots)
+                await browser.close()
+                throw error
+            }
+            await browser.close()
+        }
+    }
+
+    func walk(
+        _ browser: HeadlessBrowser, server: RunningServer, scenario: Scenario, secret: String, readerOnly: String
+    ) async throws {
+        let console = "http://127.0.0.1:\(server.port)/console/"
+        // Sign in: the token is asked for, kept for the tab.
+        try await browser.open(console)
+        try await browser.type(secret, into: "#token")
+        try await browser.click("#signin button")
+        try await browser.waitUntil("document.querySelector('main h1')?.textContent === 'Find an order'")
+        #expect(try await browser.run("return sessionStorage.length") == 1)
+        #expect(try await browser.run("return localStorage.length + document.cookie.length") == 0, "stored nowhere else")
+
+        // Find an order by its id: its story, in order, with the state after each event, every hash verified.
+        try await search(browser, "order-normal")
+        _ = try await browser.element("#story tbody tr:nth-child(6)")
+        #expect(try await browser.text("#order-state") == "finished")
+        let types = try await browser.run("return [...document.querySelectorAll('#story tbody tr')].map(r => r.cells[3].textContent)")
+        #expect(types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
+        let states = try await browser.run("return [...document.querySelectorAll('#story tbody tr')].map(r => r.cells[6].textContent)")
+        #expect(states == ["created", "payment_queued", "receipt_received", "verified", "granted", "finished"])
+        #expect(try await browser.text("#chain-status").contains("verifies"))
+        #expect(try await browser.run("return document.querySelectorAll('#story .ok').length") == 6)
+        try await browser.screenshot("order-story", in: Self.screenshots)
+
+        // As of an earlier moment: the order as it was then.
+        let asOf = RFC3339.format(scenario.normalQueuedAt)
+        try await browser.run(
+            "const input = document.getElementById('asof'); const d = new Date(arguments[0]);"
+                + "input.value = new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 23);",
+            [.string(asOf)])
+        try await browser.click("#asof-form button")
+        _ = try await browser.element("#asof-note")
+        #expect(try await browser.text("#order-state") == "payment_queued")
+        #expect(try await browser.run("return document.querySelectorAll('#story tbody tr').length") == 2)
+
+        // By a transaction id: the order it belongs to. By an account id: its orders.
+        try await search(browser, scenario.refunded.transactionId)
+        try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-refunded'")
+        #expect(try await browser.text("#order-state") == "refunded")
+        try await search(browser, "acct-alice")
+        _ = try await browser.element("#orders")
+        let orders = try await browser.run("return [...document.querySelectorAll('#orders tbody tr')].map(r => r.cells[0].textContent).sort()")
+        #expect(orders == ["order-lost", "order-normal"])
+
+        // The refused account switch is shown with its order; the late receipt's flag too.
+        try await search(browser, "order-switched")
+        _ = try await browser.element("#refusals tbody tr")
+        #expect(try await browser.text("#refusals").contains("account_mismatch"))
+        try await search(browser, "order-late")
+        try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-late'")
+        #expect(try await browser.text("#order-facts").contains("late_receipt"))
+
+        // Anomalies: the lost order is there, linking to its story.
+        try await browser.open(console + "#/anomalies?kind=lost_order&olderThan=0s")
+        _ = try await browser.element("#anomalies tbody tr")
+        #expect(try await browser.text("#anomalies").contains("order-lost"))
+        #expect(!(try await browser.text("main")).contains("null"), "nothing absent is printed as null")
+        try await browser.screenshot("anomalies", in: Self.screenshots)
+        try await browser.click("#anomalies tbody tr a")
+        try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-lost'")
+
+        // Revenue: the page's totals are the API's.
+        let today = String(RFC3339.format(Date()).prefix(10))
+        try await browser.open(console + "#/revenue?from=\(today)&to=\(today)&timezone=UTC&currency=USD")
+        _ = try await browser.element("#revenue-chart")
+        let report = try await server.get("/v1/reports/revenue?from=\(today)&to=\(today)&groupBy=currency&timezone=UTC", token: secret)
+        let usd = report["rows"]?.elements.first { $0["currency"] == "USD" }
+        let granted = usd?["granted"]?["amount"], refunded = usd?["refunded"]?["amount"], net = usd?["net"]
+        #expect(try await browser.text("#revenue-totals")
+            == "Total in USD: granted \(granted?.canonicalJSON ?? "?"), refunded \(refunded?.canonicalJSON ?? "?"), net \(net?.canonicalJSON ?? "?") (minor units)")
+
+        // Reconciliation: a provider file with one transaction the ledger never saw.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("apple-\(UUID().uuidString).csv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(("transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
+            + "\(scenario.normal.transactionId),gems.100,499,USD,paid,\(today)T10:00:00Z\n"
+            + "tx-only-at-apple,gems.100,499,USD,paid,\(today)T10:00:00Z\n").utf8).write(to: file)
+        try await browser.open(console + "#/reconcile")
+        try await browser.attach(file.path, to: "#provider-file")
+        try await browser.run("document.getElementById('rec-from').value = arguments[0]; document.getElementById('rec-to').value = arguments[0];",
+                              [.string(today)])
+        try await browser.click("#reconcile-form button")
+        _ = try await browser.element("#reconciliation-rows")
+        let differing = try await browser.text("#reconciliation-rows")
+        #expect(differing.contains("tx-only-at-apple") && differing.contains("missing_in_ledger"))
+        #expect(try await browser.text("#reconciliation-summary").contains("matched"))
+
+        // Hostile data is shown as text and never runs.
+        try await search(browser, "order-hostile")
+        _ = try await browser.element("#story tbody tr:nth-child(4)")
+        #expect(try await browser.run("return window.__pwned === undefined") == .bool(true), "injected markup never ran")
+        #expect(try await browser.text("#story").contains("<script>window.__pwned = 1</script>"), "shown as text")
+        #expect(try await browser.run("return document.querySelectorAll('main script, main img').length") == 0)
+        // A hostile id typed in the search box (and so in the page's address) is text too.
+        try await search(browser, Scenario.hostileText)
+        try await browser.waitUntil("document.querySelector('main h1, #problem')?.textContent.includes('<script>')")
+        #expect(try await browser.run("return window.__pwned === undefined") == .bool(true), "an injected id never ran")
+        #expect(try await browser.run("return document.querySelectorAll('main script, main img').length") == 0)
+
+        // Digest: a checkpoint and the command that verifies it.
+        try await browser.open(console + "#/digest")
+        _ = try await browser.element("main h1")
+        let digestText = try await browser.text("main")
+        #expect(digestText.contains("ledger verify --digest") || digestText.contains("No digest has been sealed yet"))
+
+        // A token without the finance scope: the page says why, in words.
+        try await browser.click("#signout")
+        try await browser.type(readerOnly, into: "#token")
+        try await browser.click("#signin button")
+        try await browser.open(console + "#/anomalies")
+        try await browser.waitUntil("document.getElementById('problem')?.textContent.includes('finance:read')")
+        // A revoked or wrong token: sign in again.
+        try await browser.run("sessionStorage.setItem('orderledger.token', 'olt_wrong')")
+        try await browser.open(console + "#/order/order-normal")
+        try await browser.waitUntil("document.getElementById('problem')?.textContent.includes('Not signed in')")
+    }
+
+    func search(_ browser: HeadlessBrowser, _ text: String) async throws {
+        try await browser.type(text, into: "#q")
+        try await browser.click("#search button")
+    }
+}
