@@ -94,6 +94,16 @@ struct ConsoleBrowserTests {
         #expect(try await browser.text("#chain-status").contains("verifies"))
         #expect(try await browser.run("return document.querySelectorAll('#story .ok').length") == 6)
         try await browser.screenshot("order-story", in: Self.screenshots)
+        // On a phone's width the page does not scroll sideways: wide tables scroll inside their own box.
+        try await browser.resize(width: 390, height: 844)
+        let overflowing = try await browser.run("""
+            return [...document.querySelectorAll('body *')]
+              .filter(e => !e.closest('.scroll') && e.getBoundingClientRect().right > window.innerWidth + 1)
+              .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : ''));
+            """)
+        #expect(overflowing == .array([]), "wider than a phone")
+        try await browser.screenshot("order-story-phone", in: Self.screenshots)
+        try await browser.resize(width: 1280, height: 1000)
 
         // As of an earlier moment: the order as it was then.
         let asOf = RFC3339.format(scenario.normalQueuedAt)

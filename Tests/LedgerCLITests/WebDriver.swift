@@ -93,6 +93,11 @@ final class HeadlessBrowser: Sendable {
         _ = try await command("POST", "/url", ["url": .string(url)])
     }
 
+    /// The window's size, as a phone's or a laptop's.
+    func resize(width: Int, height: Int) async throws {
+        _ = try await command("POST", "/window/rect", ["width": .int(Int64(width)), "height": .int(Int64(height))])
+    }
+
     /// The first element matching a CSS selector, waiting (implicitly) until one exists.
     func element(_ selector: String) async throws -> String {
         let found = try await command("POST", "/element", ["using": "css selector", "value": .string(selector)])
