@@ -115,6 +115,34 @@ struct RebuildAndExportTests {
         }
     }
 
+    /// The rebuild fills its tables first and indexes them afterwards: the projections keep every index and key
+    /// the schema gave them (names aside), however many times they are rebuilt.
+    @Test func rebuiltProjectionsKeepTheSchemasIndexesAndKeys() async throws {
+        try await TestDatabase.withClient { client in
+            try await recordHappyOrders(3, on: Ledger(client: client))
+            func shape() async throws -> [String] {
+                var definitions: [String] = []
+                let rows = try await client.query(
+                    """
+                    SELECT c.relname, regexp_replace(pg_get_indexdef(i.indexrelid), '^(CREATE (UNIQUE )?INDEX )\\S+ ', '\\1'),
+                           COALESCE(k.contype::text, '-')
+                    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+                    LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid
+                    WHERE c.relname IN ('orders', 'order_transactions')
+                    """)
+                for try await (table, index, constraint) in rows.decode((String, String, String).self) {
+                    definitions.append("\(table): \(index) [\(constraint)]")
+                }
+                return definitions.sorted()
+            }
+            let schema = try await shape()
+            #expect(schema.count == 8, "\(schema)")  // orders: its key and 6 indexes; order_transactions: its key
+            for _ in 0..<2 { _ = try await ProjectionRebuild(client: client).run() }
+            #expect(try await shape() == schema)
+            #expect(try await LedgerVerifier(client: client).verify().passed)
+        }
+    }
+
     @Test func aRebuildRestoresAnEditedProjection() async throws {
         try await TestDatabase.withClient { client in
             let ledger = Ledger(client: client)

@@ -240,7 +240,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smoke run: 10 s phases, 100k events for rebuild")
     parser.add_argument("--duration", type=float, help="seconds per phase (default 15; --quick 10)")
-    parser.add_argument("--clients", default="16,64", help="comma-separated client counts (default 16,64)")
+    parser.add_argument("--clients", default="16,64", help="comma-separated client counts (default 16,64; '' for the rebuild alone)")
     parser.add_argument("--rebuild-events", type=int, help="events for the rebuild (default 1,000,000; --quick 100,000)")
     parser.add_argument("--history-orders", type=int, help="orders h-1…h-N read by the history phase (default 5000)")
     parser.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
@@ -249,7 +249,7 @@ def main():
     duration = args.duration or (10 if args.quick else 15)
     rebuild_events = args.rebuild_events or (100_000 if args.quick else 1_000_000)
     horders = args.history_orders or (2000 if args.quick else 5000)
-    client_counts = [int(c) for c in args.clients.split(",")]
+    client_counts = [int(c) for c in args.clients.split(",") if c.strip()]
 
     ledger = os.environ.get("LEDGER_BIN") or os.path.join(ROOT, ".build-release", "release", "ledger")
     if not os.path.exists(ledger):
@@ -341,7 +341,7 @@ def main():
                     f"{fmt(raw['events_per_s'])} ev/s p99 {fmt(raw['p99_ms'], 2)} ms | service "
                     f"{fmt(svc['events_per_s'])} ev/s p99 {fmt(svc['p99_ms'], 2)} ms, RSS {fmt(svc['peak_rss_mb'])} MB "
                     f"| ratio vs minimal {fmt(pair['minimal_ratio'], 2)}, vs raw {fmt(pair['throughput_ratio'], 2)}")
-        results["service_peak_rss_mb"] = max(p["service"]["peak_rss_mb"] for p in results["pairs"])
+        results["service_peak_rss_mb"] = max((p["service"]["peak_rss_mb"] for p in results["pairs"]), default=None)
         service.stop()
 
         # 4. rebuild over >= rebuild_events events: copy the service's own h-1 lifecycle under new order ids.

@@ -60,7 +60,7 @@ public struct LedgerVerifier: Sendable {
         var orders = 0
         let unreadable = UnreadableEvents()
         var folds = OrderFolds(client: client, logger: logger)
-        folds.unreadable = { event, error in unreadable.add(event, error) }
+        folds.unreadable = { unreadable.add($0) }
         try await folds.forEachBatch { folded, _ in
             orders += folded.count
             drift += try await compare(folded)
@@ -148,11 +148,11 @@ private final class UnreadableEvents: @unchecked Sendable {
     private let lock = NSLock()
     private var noted: [VerificationReport.Drift] = []
 
-    func add(_ event: StoredEvent, _ error: any Error) {
+    func add(_ event: OrderFolds.UnreadableEvent) {
         lock.withLock {
             noted.append(.init(
                 table: "events", key: event.orderId, field: "version \(event.version)", stored: event.type,
-                folded: "unreadable, left out of the fold: \(error)"))
+                folded: "unreadable, left out of the fold: \(event.error)"))
         }
     }
 

@@ -1,0 +1,55 @@
+import Logging
+import PostgresNIO
+
+/// The live projections' indexes and key constraints, read from the catalog and made again on the rebuild's tables
+/// once they are filled — the schema stays the single source of truth, and each index is built once instead of
+/// being kept up row by row.
+struct ProjectionIndexes: Sendable {
+    /// Statements, in the catalog's order, that give `*_rebuild` the live table's indexes and key constraints.
+    let statements: [String]
+    let logger: Logger
+
+    static let tables = ["orders", "order_transactions"]
+
+    static func read(client: PostgresClient, logger: Logger) async throws -> ProjectionIndexes {
+        var statements: [String] = []
+        for table in tables {
+            let rows = try await client.query(
+                """
+                SELECT pg_get_indexdef(i.indexrelid), pg_get_constraintdef(c.oid)
+                FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid
+                WHERE i.indrelid = \(table)::regclass ORDER BY i.indexrelid
+                """, logger: logger)
+            for try await (index, constraint) in rows.decode((String, String?).self) {
+                statements.append(try statement(index: index, constraint: constraint, on: table + "_rebuild"))
+            }
+        }
+        return ProjectionIndexes(statements: statements, logger: logger)
+    }
+
+    /// A key constraint is added as one (its index comes with it, and the catalog knows it as a key); any other
+    /// index is created again without its name, which PostgreSQL then chooses (no migration names a projection index).
+    static func statement(index: String, constraint: String?, on table: String) throws -> String {
+        if let constraint { return "ALTER TABLE \(table) ADD \(constraint)" }
+        // "CREATE [UNIQUE] INDEX name ON [ONLY] schema.table USING …": keep the head and everything from USING.
+        guard let on = index.range(of: " ON "), let using = index.range(of: " USING ", range: on.upperBound..<index.endIndex),
+              let indexWord = index.range(of: "INDEX ", range: index.startIndex..<on.lowerBound)
+        else { throw IndexDefinitionNotUnderstood(definition: index) }
+        return String(index[..<indexWord.upperBound]) + "ON \(table)" + String(index[using.lowerBound...])
+    }
+
+    struct IndexDefinitionNotUnderstood: Error, CustomStringConvertible {
+        let definition: String
+        var description: String { "rebuild: cannot recreate the index \(definition)" }
+    }
+
+    /// Builds them, with room to sort in memory (the tables are new: nobody else waits on them).
+    func create(on client: PostgresClient) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SET LOCAL maintenance_work_mem = '256MB'", logger: logger)
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+    }
+}
