@@ -24,15 +24,16 @@ struct RebuildAndExportTests {
                 }
             }
             var appendedMidway = 0
-            let first = try await ProjectionRebuild(client: client).run(pageSize: 50) { progress in
+            // Two ranges of order ids folded at once, a page of 50 events each per step.
+            let first = try await ProjectionRebuild(client: client).run(pageSize: 50, parallelism: 2) { progress in
                 guard progress.phase == .folding, appendedMidway == 0 else { return }
-                #expect(progress.events == 50 && progress.events < progress.totalEvents, "the rebuild is mid-way")
+                #expect(progress.events == 100 && progress.events < progress.totalEvents, "the rebuild is mid-way")
                 for orderId in before { try await refund(orderId, on: ledger) }
                 appendedMidway = before.count + (try await recordHappyOrders(3, prefix: "a-late", on: ledger)).count
             }
             #expect(appendedMidway == 43, "appends overlapped the rebuild")
-            // The first page folded 8 whole orders ("before-0", "before-1", "before-10" … "before-15"), refunded
-            // since; and 3 orders were created behind the cursor. More if the background writers were behind it.
+            // The first range's first page folded 8 whole orders ("before-0", "before-1", "before-10" … "before-15"),
+            // refunded since; and 3 orders were created behind its cursor. More if the background writers were.
             #expect(first.caughtUp >= 11, "the catch-up folded again what moved during the rebuild")
             // Nothing writes to these orders any more: what the first swap put in place is what is read.
             for orderId in before + ["a-late-0"] {
@@ -65,7 +66,7 @@ struct RebuildAndExportTests {
             let abandonedRefund = lifecycle.refunded  // one event id, for the abandoned append and its retry
             let metadata = EventMetadata(actor: "test-suite", requestId: nil)
             var sawCatchUp = false
-            let result = try await ProjectionRebuild(client: client).run(pageSize: 6) { progress in
+            let result = try await ProjectionRebuild(client: client).run(pageSize: 6, parallelism: 1) { progress in
                 switch progress.phase {
                 case .folding where progress.events == 12:
                     // order-0's fold was written with the second page (an order is done when the next one starts),

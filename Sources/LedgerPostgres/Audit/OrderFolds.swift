@@ -26,26 +26,75 @@ struct OrderFolds: Sendable {
     func forEachBatch(
         pageSize: Int = 10_000, _ body: (_ orders: [Order], _ events: Int) async throws -> Void
     ) async throws {
-        var cursor: (orderId: String, version: Int) = ("", 0)
-        var folding = Folding()
-        while true {
-            let rows = try await client.query(
-                """
-                SELECT \(unescaped: Self.columns) FROM events
-                WHERE (order_id, version) > (\(cursor.orderId), \(cursor.version))
-                ORDER BY order_id, version LIMIT \(pageSize)
-                """, logger: logger)
-            var finished: [Order] = []
+        var pages = Pages(folds: self, pageSize: pageSize)
+        while let (batch, rest) = try await pages.next() {
+            try await body(batch.orders, batch.events)
+            pages = rest
+        }
+    }
+
+    /// Order ids that cut the log into `parts` ranges of about as many orders (fewer when there are few orders).
+    func boundaries(parts: Int) async throws -> [String] {
+        guard parts > 1 else { return [] }
+        let rows = try await client.query(
+            """
+            SELECT min(order_id) FROM (
+                SELECT order_id, ntile(\(parts)::int) OVER (ORDER BY order_id) AS part FROM streams
+            ) s GROUP BY part HAVING part > 1 ORDER BY part
+            """, logger: logger)
+        var boundaries: [String] = []
+        for try await orderId in rows.decode(String.self) { boundaries.append(orderId) }
+        return boundaries
+    }
+
+    /// The folds of the orders in `[from, below)` (or to the end), a page at a time. A value: `next()` answers the
+    /// page and the pages after it, so two ranges can be folded at once by two tasks.
+    struct Pages: Sendable {
+        /// A page's whole orders and the events folded for them, and the pages after it.
+        typealias Step = (batch: (orders: [Order], events: Int), rest: Pages)
+
+        let folds: OrderFolds
+        let pageSize: Int
+        var below: String?
+        private var cursor: (orderId: String, version: Int)
+        private var folding = Folding()
+        private var finished = false
+
+        init(folds: OrderFolds, pageSize: Int, from: String = "", below: String? = nil) {
+            self.folds = folds
+            self.pageSize = pageSize
+            self.below = below
+            // (from, 0) sorts before every event of order `from` (versions start at 1) and after every lower order.
+            self.cursor = (from, 0)
+        }
+
+        /// The next batch of whole orders and the events folded for it, or nil after the last.
+        func next() async throws -> Step? {
+            guard !finished else { return nil }
+            var rest = self
+            let rows = try await folds.client.query(
+                below.map { below in
+                    """
+                    SELECT \(unescaped: OrderFolds.columns) FROM events
+                    WHERE (order_id, version) > (\(cursor.orderId), \(cursor.version)) AND order_id < \(below)
+                    ORDER BY order_id, version LIMIT \(pageSize)
+                    """
+                } ?? """
+                    SELECT \(unescaped: OrderFolds.columns) FROM events
+                    WHERE (order_id, version) > (\(cursor.orderId), \(cursor.version))
+                    ORDER BY order_id, version LIMIT \(pageSize)
+                    """, logger: folds.logger)
+            var orders: [Order] = []
             var count = 0
             for try await row in rows {
-                let (orderId, version) = try folding.add(row, unreadable: unreadable, finished: &finished)
+                rest.cursor = try rest.folding.add(row, unreadable: folds.unreadable, finished: &orders)
                 count += 1
-                cursor = (orderId, version)
             }
-            let isLastPage = count < pageSize
-            if isLastPage, let order = folding.finish() { finished.append(order) }
-            try await body(finished, count)
-            if isLastPage { return }
+            if count < pageSize {
+                if let order = rest.folding.finish() { orders.append(order) }
+                rest.finished = true
+            }
+            return ((orders, count), rest)
         }
     }
 
@@ -64,14 +113,14 @@ struct OrderFolds: Sendable {
     }
 
     /// Folds events that arrive grouped by order, in version order; hands back each order once its last event is in.
-    private struct Folding {
+    fileprivate struct Folding: Sendable {
         var current: Order?
 
         /// Folds the event in `row` (`OrderFolds.columns`); appends the previous order to `finished` when the row
         /// starts the next one. Returns the row's order id and version.
         mutating func add(
             _ row: PostgresRow, unreadable: (UnreadableEvent) throws -> Void, finished: inout [Order]
-        ) throws -> (String, Int) {
+        ) throws -> (orderId: String, version: Int) {
             let (orderId, version, type, data, recordedAt) = try row.decode((String, Int, String, ByteBuffer, Date).self)
             if let order = current, order.orderId != orderId {
                 finished.append(order)

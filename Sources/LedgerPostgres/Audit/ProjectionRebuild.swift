@@ -5,8 +5,9 @@ import PostgresNIO
 
 /// Rebuilds the inline projections (`orders`, `order_transactions`) from the event log, while the service keeps
 /// running:
-/// 1. fresh tables `orders_rebuild` and `order_transactions_rebuild` are created like the live ones (columns,
-///    constraints, indexes) and filled from the log in pages, with the live path's fold;
+/// 1. fresh tables `orders_rebuild` and `order_transactions_rebuild` are created like the live ones (columns and
+///    constraints) and filled from the log with the live path's fold — ranges of order ids folded at once, a page
+///    of each per step, each step written while the next is folded — then given the live tables' indexes and keys;
 /// 2. catch-up, in one transaction: `streams`, `orders` and `order_transactions` are locked in EXCLUSIVE mode, which
 ///    stops writers (an append waits at its stream upsert, before it reads or writes a projection) but not readers
 ///    (plain SELECTs go on reading the old tables); the orders appended to since their fold are folded again;
@@ -56,8 +57,15 @@ public struct ProjectionRebuild: Sendable {
         self.logger = logger
     }
 
-    /// `progress` is called after each page is folded, and once more at the catch-up, with the writers stopped.
-    public func run(pageSize: Int = 20_000, progress: (Progress) async throws -> Void = { _ in }) async throws -> Result {
+    /// As many ranges of order ids folded at once as there are cores (at most 4): folding is the rebuild's work,
+    /// decoding and checking each event in Swift, and PostgreSQL's part (reading pages, inserting rows) is small.
+    public static let defaultParallelism = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
+
+    /// `progress` is called after each step (a page of each range folded), and once more at the catch-up, with the
+    /// writers stopped.
+    public func run(
+        pageSize: Int = 20_000, parallelism: Int = defaultParallelism, progress: (Progress) async throws -> Void = { _ in }
+    ) async throws -> Result {
         let started = ContinuousClock.now
         let rows = OrderRows(logger: logger)
         let indexes = try await ProjectionIndexes.read(client: client, logger: logger)
@@ -75,12 +83,20 @@ public struct ProjectionRebuild: Sendable {
         for try await count in try await client.query("SELECT count(*) FROM events", logger: logger).decode(Int.self) {
             total = count
         }
+        let folds = OrderFolds(client: client, logger: logger)
+        let boundaries = try await folds.boundaries(parts: parallelism)
+        var ranges = zip([""] + boundaries, boundaries.map(Optional.some) + [nil]).map { from, below in
+            OrderFolds.Pages(folds: folds, pageSize: pageSize, from: from, below: below)
+        }
         var events = 0
         var orders = 0
-        // One page is written (on a connection of its own) while the next is read and folded.
+        // Each step's orders are written (on a connection of their own) while the next step is read and folded.
         var writing: Task<Void, any Error>?
         do {
-            try await OrderFolds(client: client, logger: logger).forEachBatch(pageSize: pageSize) { folded, count in
+            while !ranges.isEmpty {
+                let steps = try await Self.nextPages(of: ranges)
+                ranges = steps.map(\.rest)
+                let folded = steps.flatMap(\.batch.orders)
                 try await writing?.value
                 writing = Task {
                     try await client.withConnection { connection in
@@ -89,7 +105,7 @@ public struct ProjectionRebuild: Sendable {
                             on: connection)
                     }
                 }
-                events += count
+                events += steps.reduce(0) { $0 + $1.batch.events }
                 orders += folded.count
                 try await progress(Progress(
                     phase: .folding, events: events, totalEvents: max(total, events), elapsed: ContinuousClock.now - started))
@@ -107,6 +123,18 @@ public struct ProjectionRebuild: Sendable {
                 elapsed: ContinuousClock.now - started))
         }
         return Result(events: events, orders: orders, caughtUp: caughtUp, elapsed: ContinuousClock.now - started)
+    }
+
+    /// The next page of every range, folded at once; ranges that had ended are left out.
+    private static func nextPages(of ranges: [OrderFolds.Pages]) async throws -> [OrderFolds.Pages.Step] {
+        try await withThrowingTaskGroup(of: (Int, OrderFolds.Pages.Step?).self) { group in
+            for (index, pages) in ranges.enumerated() {
+                group.addTask { (index, try await pages.next()) }
+            }
+            var steps = [OrderFolds.Pages.Step?](repeating: nil, count: ranges.count)
+            for try await (index, step) in group { steps[index] = step }
+            return steps.compactMap { $0 }
+        }
     }
 
     /// Stops writers (not readers), folds again the orders whose stream moved on since their fold, and swaps.
