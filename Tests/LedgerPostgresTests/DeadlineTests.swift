@@ -41,8 +41,9 @@ struct DeadlineTests {
                 #expect(onItsConnection.isSet, "the deadline came while the work still waited for a connection")
                 // Far below the fail-safe's 60 s, with room for a machine busy with the whole suite.
                 #expect(waited < .seconds(20), "the stuck query held the caller for \(waited)")
-                // Work elsewhere goes on while the old query is still stuck.
-                let one = try await client.withConnection(within: .seconds(30)) { connection in
+                // Work elsewhere goes on while the old query is still stuck. (120 s: the pool may have to open this
+                // connection, and the whole suite's pools share one cluster; once, under load, 30 s was not enough.)
+                let one = try await client.withConnection(within: .seconds(120)) { connection in
                     for try await value in try await connection.query("SELECT 1", logger: .init(label: "test")).decode(Int.self) {
                         return value
                     }
