@@ -148,13 +148,22 @@ struct RebuildAndExportTests {
         try await TestDatabase.withClient { client in
             let ledger = Ledger(client: client)
             try await recordHappyOrders(3, on: ledger)
+            // Orders that stopped on the way: their absent times (granted, finished, refunded) must come back absent.
+            let lifecycle = Lifecycle(), metadata = EventMetadata(actor: "test-suite", requestId: nil)
+            _ = try await ledger.record(orderId: "only-created", events: [lifecycle.created], metadata: metadata)
+            _ = try await ledger.record(
+                orderId: "receipt-only", events: [lifecycle.created, lifecycle.queued, lifecycle.receipt], metadata: metadata)
             try await client.query("UPDATE orders SET state = 'created' WHERE order_id = 'order-1'")
             try await client.query("DELETE FROM order_transactions WHERE order_id = 'order-2'")
             #expect(try await !LedgerVerifier(client: client).verify().drift.isEmpty)
             let result = try await ProjectionRebuild(client: client).run()
-            #expect(result.events == 18 && result.orders == 3)
+            #expect(result.events == 22 && result.orders == 5)
             #expect(try await LedgerVerifier(client: client).verify().passed)
             #expect(try await ledger.order("order-1")?.state == .finished)
+            let unfinished = try #require(try await ledger.order("receipt-only"))
+            #expect(unfinished.grantedAt == nil && unfinished.finishedAt == nil && unfinished.refundedAt == nil)
+            let unbound = try #require(try await ledger.transaction(lifecycle.transactionId))
+            #expect(unbound.grantedAt == nil && unbound.finishedAt == nil && unbound.refundedAt == nil)
         }
     }
 

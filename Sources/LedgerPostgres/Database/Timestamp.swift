@@ -19,8 +19,29 @@ struct Timestamp: PostgresEncodable, PostgresNonThrowingEncodable {
     private static let epoch2000 = Date(timeIntervalSince1970: 946_684_800)
 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
-        let microseconds = (date.timeIntervalSince(Self.epoch2000) * 1_000_000).rounded()
-        buffer.writeInteger(Int64(microseconds))
+        buffer.writeInteger(Self.microseconds(date))
+    }
+
+    /// PostgreSQL's binary `timestamptz`: microseconds since 2000-01-01 UTC, rounded.
+    static func microseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince(epoch2000) * 1_000_000).rounded())
+    }
+}
+
+/// A time in a `timestamptz[]` bind, with an absent time sent as `-infinity` (binary `Int64.min`): PostgresNIO's
+/// arrays cannot hold NULL, and no ledger time is infinite, so `NULLIF(t, '-infinity')` gives the absence back.
+/// Binary, so a bulk insert does not format (and PostgreSQL does not parse) RFC 3339 text for every row.
+struct TimestampElement: PostgresArrayEncodable, PostgresNonThrowingEncodable {
+    let date: Date?
+
+    init(_ date: Date?) { self.date = date }
+
+    static var psqlType: PostgresDataType { .timestamptz }
+    static var psqlFormat: PostgresFormat { .binary }
+    static var psqlArrayType: PostgresDataType { .timestamptzArray }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        buffer.writeInteger(date.map(Timestamp.microseconds) ?? .min)
     }
 }
 
