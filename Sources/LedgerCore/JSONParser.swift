@@ -152,11 +152,12 @@ struct JSONParser {
         index += 1  // opening quote
         let start = index
         // Find the closing quote; the bytes between are UTF-8 with JSON escapes.
-        var escaped = false
+        var escaped = false, ascii = true
         while true {
             guard let byte = current else { throw error("unterminated string") }
             if byte == UInt8(ascii: "\"") { break }
             guard byte >= 0x20 else { throw error("control character in string") }
+            if byte >= 0x80 { ascii = false }
             if byte == UInt8(ascii: "\\") {
                 escaped = true
                 index += 2
@@ -168,7 +169,12 @@ struct JSONParser {
         index += 1  // closing quote
 
         // Most strings have no escape: their bytes are the text, once validated as UTF-8 (the stored events' and the
-        // requests' strings: this is most of the time a history read or a rebuild spends parsing).
+        // requests' strings: this is most of the time a history read or a rebuild spends parsing). ASCII is valid
+        // UTF-8 as it is, and `String(decoding:)` takes it without `String(validating:)`'s unspecialised generic
+        // check (10 % of a rebuild's CPU).
+        if !escaped && ascii {
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        }
         if !escaped {
             guard let text = String(validating: bytes[start..<end], as: UTF8.self) else {
                 throw JSONSyntaxError(offset: start, reason: "string is not valid UTF-8")
