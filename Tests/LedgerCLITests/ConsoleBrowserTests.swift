@@ -63,7 +63,10 @@ struct ConsoleBrowserTests {
             do {
                 try await walk(browser, server: server, scenario: scenario, secret: secret, readerOnly: readerOnly)
             } catch {
-                try? await browser.screenshot("failure", in: Self.screenshots)
+                // What the page said and what the service logged: a failure on a busy CI machine explains itself.
+                _ = try? await browser.screenshot("failure", in: Self.screenshots)
+                let page = (try? await browser.run("return document.querySelector('main')?.innerText")) ?? .null
+                Issue.record("the page said: \(page)\nserve logged:\n\(server.standardError.split(separator: "\n").suffix(20).joined(separator: "\n"))")
                 await browser.close()
                 throw error
             }

@@ -4,7 +4,8 @@ import LedgerCore
 /// The system's Chromium, headless, driven through chromedriver's W3C WebDriver protocol (plain HTTP and JSON): the
 /// console is tested in a real browser. Both come from the distribution's packages (`.ci/run` installs `chromium` and
 /// `chromium-driver` when missing); nothing downloads a browser of its own. Waiting is WebDriver's own: an implicit
-/// wait makes "find element" wait until the element exists.
+/// wait makes "find element" wait until the element exists, for up to 60 s — on a CI machine running every suite at
+/// once, a search that takes 0.1 s alone has been seen to take more than 20 s.
 final class HeadlessBrowser: Sendable {
     let driver: Process
     let endpoint: String
@@ -56,7 +57,7 @@ final class HeadlessBrowser: Sendable {
                 ])
                 guard case .string(let session)? = created["sessionId"] else { throw WebDriverError(description: "no session: \(created)") }
                 let browser = HeadlessBrowser(driver: driver, endpoint: endpoint, session: session)
-                _ = try await browser.command("POST", "/timeouts", ["implicit": 20_000, "script": 20_000, "pageLoad": 30_000])
+                _ = try await browser.command("POST", "/timeouts", ["implicit": 60_000, "script": 60_000, "pageLoad": 60_000])
                 return browser
             } catch {
                 lastError = error
@@ -174,7 +175,7 @@ final class HeadlessBrowser: Sendable {
         defer { try? FileManager.default.removeItem(at: answerFile) }
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        var arguments = ["curl", "-s", "-S", "--max-time", "60", "-o", answerFile.path, "-X", method, url]
+        var arguments = ["curl", "-s", "-S", "--max-time", "90", "-o", answerFile.path, "-X", method, url]
         if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body.canonicalJSON] }
         curl.arguments = arguments
         curl.standardOutput = FileHandle.nullDevice

@@ -7,6 +7,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerProviders
 import LedgerTestSupport
+import Logging
 import NIOCore
 
 /// Drives the real router against a fresh database, with one token per scope (and one with all). The router runs
@@ -30,6 +31,13 @@ struct API {
         }
     }
 
+    /// The in-process servers log warnings and errors only: a line per request would bury a failing test's report.
+    static let logger: Logger = {
+        var logger = Logger(label: "Hummingbird")
+        logger.logLevel = .warning
+        return logger
+    }()
+
     static func run(
         providers: ProviderVerifiers = ProviderVerifiers(), _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
@@ -41,7 +49,7 @@ struct API {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
             let app = Application(router: LedgerApplication.router(
-                ledger: ledger, tokens: TokenStore(client: service), providers: providers))
+                ledger: ledger, tokens: TokenStore(client: service), providers: providers), logger: API.logger)
             let frozen = secrets
             try await app.test(.router) { client in
                 try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: frozen))

@@ -107,7 +107,7 @@ extension API {
             let ledger = Ledger(client: service)
             let tokens = TokenStore(client: owner)
             let secrets = ["all": try await tokens.create(name: "all", scopes: Scope.allCases)]
-            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: TokenStore(client: service)))
+            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: TokenStore(client: service)), logger: API.logger)
             try await app.test(.router) { client in
                 try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: secrets), owner)
             }

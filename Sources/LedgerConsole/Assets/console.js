@@ -107,7 +107,8 @@ function explain(error, scope) {
 
 async function attempt(scope, render) {
   try { await render(); } catch (error) {
-    if (!(error instanceof Problem)) throw error;
+    // Every failure is said on the page: one left to the browser's console looks like a page that never answered.
+    if (!(error instanceof Problem)) console.error(error);
     show(explain(error, scope));
   }
 }
