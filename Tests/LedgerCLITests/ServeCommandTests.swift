@@ -66,11 +66,11 @@ final class RunningServer: Sendable {
         self.port = port
     }
 
-    static func start(databaseURL: String, environment: [String: String] = [:]) async throws -> RunningServer {
+    static func start(databaseURL: String, arguments: [String] = [], environment: [String: String] = [:]) async throws -> RunningServer {
         let launch = try LedgerBinary.prepare(
             // A database deadline of 60 s, not serve's 5 s: these tests are about what serve does, on a machine busy
             // with the whole suite; the deadline has tests of its own.
-            ["serve", "--port", "0", "--seal-interval", "0", "--database-deadline", "60"],
+            ["serve", "--port", "0", "--seal-interval", "0", "--database-deadline", "60"] + arguments,
             databaseURL: databaseURL, environment: environment)
         try launch.process.run()
         let deadline = ContinuousClock.now + .seconds(60)
@@ -115,6 +115,11 @@ final class RunningServer: Sendable {
     /// Sends SIGTERM and returns: `serve` ends by itself. Not `waitUntilExit`, which on Linux spins the calling
     /// thread's run loop — a thread of the two-thread cooperative pool on this machine, which every other test needs.
     /// (Dropping the test's database afterwards ends the server's connections in any case.)
+    /// SIGKILL: the process ends at once, whatever it was doing (a node lost mid-load).
+    func killAbruptly() {
+        _ = Glibc.kill(launch.process.processIdentifier, SIGKILL)
+    }
+
     func stop() {
         launch.process.terminate()
         try? FileManager.default.removeItem(at: launch.directory)
