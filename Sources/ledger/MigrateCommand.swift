@@ -17,6 +17,11 @@ struct MigrateCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
+    @Flag(name: .customLong("allow-older-nodes"), help: """
+        Apply new migrations even while serve nodes built for an older schema are connected (by default that is \
+        refused); for migrations those nodes can run beside, such as a new index.
+        """)
+    var allowOlderNodes = false
 
     func run() async throws {
         CommandLogging.bootstrap()
@@ -26,7 +31,7 @@ struct MigrateCommand: AsyncParsableCommand {
         }
         let password = ProcessInfo.processInfo.environment["LEDGER_SERVICE_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
         let applied = try await resolved.withClient { client in
-            let applied = try await Migrator(client: client).migrate()
+            let applied = try await Migrator(client: client, allowOlderNodes: allowOlderNodes).migrate()
             if let password {
                 try await ServiceRole.allowLogin(password: password, client: client, logger: Logger(label: "ledger.migrate"))
             }

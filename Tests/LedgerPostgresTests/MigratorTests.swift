@@ -45,6 +45,45 @@ struct MigratorTests {
         }
     }
 
+    /// A node of this build is connected, as `serve` connects (its pool's sessions name their schema): a migration
+    /// newer than that schema is refused and nothing of it applied, unless the operator allows older nodes.
+    @Test func aNewMigrationIsRefusedWhileANodeOfAnOlderSchemaIsConnected() async throws {
+        let (database, name) = try await TestDatabase.fresh()
+        do {
+            try await database.withClient { owner in
+                let node = Database(configuration: database.serviceConfiguration(limits: .service))
+                try await node.withClient { node in
+                    for try await _ in try await node.query("SELECT 1") {}
+                    let next = Migration(name: "999_test.sql", sql: "CREATE TABLE test_added (id int)")
+                    do {
+                        try await Migrator(client: owner, migrations: Migration.all + [next]).migrate()
+                        Issue.record("applied while an older node was connected")
+                    } catch let error as MigrationError {
+                        #expect("\(error)".contains("999_test.sql"), "\(error)")
+                        #expect("\(error)".contains(try #require(Migration.all.last).name), "names the node's schema: \(error)")
+                    }
+                    #expect(try await Self.tableExists("test_added", owner) == false, "nothing of it applied")
+                    // The nodes of the newest schema do not hold anything back.
+                    #expect(try await Migrator(client: owner).migrate().isEmpty)
+                    let allowed = Migrator(client: owner, migrations: Migration.all + [next], allowOlderNodes: true)
+                    #expect(try await allowed.migrate() == ["999_test.sql"])
+                    #expect(try await Self.tableExists("test_added", owner))
+                }
+            }
+            try await TestDatabase.drop(name)
+        } catch {
+            try? await TestDatabase.drop(name)
+            throw error
+        }
+    }
+
+    static func tableExists(_ table: String, _ client: PostgresClient) async throws -> Bool {
+        for try await exists in try await client.query("SELECT to_regclass(\(table)) IS NOT NULL").decode(Bool.self) {
+            return exists
+        }
+        return false
+    }
+
     /// Every SQL file in schema/ is embedded (Package.swift) and listed (Schema.swift), in order.
     @Test func everySchemaFileIsCarriedByTheBinary() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -31,10 +31,13 @@ public struct Database: Sendable {
     /// flags that gate its parts), a quarter of PostgreSQL's time per append; generic plans took PostgreSQL's CPU per
     /// single-event append from 1.6 to 1.1 ms (BENCHMARKS.md). It applies to every statement of these sessions;
     /// the hot ones look rows up by key, where the generic plan is the custom one.
+    ///
+    /// And they name the schema this binary was built for (`NodeSchema`), so that `ledger migrate` sees older nodes.
     public func serviceConfiguration(limits: ServerLimits) -> PostgresClient.Configuration {
         var configuration = serviceConfiguration.limited(by: limits)
-        configuration.options.additionalStartupParameters.removeAll { $0.0 == "plan_cache_mode" }
+        configuration.options.additionalStartupParameters.removeAll { ["plan_cache_mode", "application_name"].contains($0.0) }
         configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_generic_plan"))
+        configuration.options.additionalStartupParameters.append(("application_name", NodeSchema.applicationName))
         return configuration
     }
 

@@ -12,10 +12,17 @@ public struct Migrator: Sendable {
     public let client: PostgresClient
     public let logger: Logger
     public let migrations: [Migration]
+    /// Applies new migrations even while `serve` nodes of an older schema are connected (`NodeSchema`): for a
+    /// migration the operator knows those nodes can run beside, such as a new index.
+    public let allowOlderNodes: Bool
 
-    public init(client: PostgresClient, migrations: [Migration] = Migration.all, logger: Logger = Logger(label: "ledger.migrate")) {
+    public init(
+        client: PostgresClient, migrations: [Migration] = Migration.all, allowOlderNodes: Bool = false,
+        logger: Logger = Logger(label: "ledger.migrate")
+    ) {
         self.client = client
         self.migrations = migrations
+        self.allowOlderNodes = allowOlderNodes
         self.logger = logger
     }
 
@@ -80,7 +87,12 @@ public struct Migrator: Sendable {
             """, logger: logger)
         var applied: [String] = []
         // Read again under the lock: another migrator may have applied some meanwhile.
-        for migration in try await pending(on: connection) {
+        let pending = try await pending(on: connection)
+        if !allowOlderNodes, let newest = pending.last?.name {
+            let older = try await NodeSchema.olderNodes(than: newest, on: connection, logger: logger)
+            if !older.isEmpty { throw MigrationError.olderNodesConnected(pending: pending.map(\.name), nodes: older) }
+        }
+        for migration in pending {
             try await connection.withTransaction(logger: logger) { connection in
                 for statement in SQLScript.statements(migration.sql) {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -121,6 +133,8 @@ public enum MigrationError: Error, CustomStringConvertible {
     case changedAfterApply(String)
     /// Migrations are pending and the connected role may not apply them (the service's role never may).
     case notPermitted(pending: [String], String)
+    /// Migrations are pending and `serve` nodes built for an older schema are connected (`NodeSchema`).
+    case olderNodesConnected(pending: [String], nodes: [String])
 
     public var description: String {
         switch self {
@@ -130,6 +144,10 @@ public enum MigrationError: Error, CustomStringConvertible {
         case .notPermitted(let pending, let cause):
             "migrations \(pending.joined(separator: ", ")) are pending and this database role may not apply them "
                 + "(\(cause)): run `ledger migrate` as the database's owner first."
+        case .olderNodesConnected(let pending, let nodes):
+            "migrations \(pending.joined(separator: ", ")) are pending, but serve nodes built for an older schema "
+                + "(\(nodes.joined(separator: ", "))) are connected to this database: stop or upgrade them first, or pass "
+                + "--allow-older-nodes if they can run beside the new migrations."
         }
     }
 }
