@@ -10,8 +10,9 @@ import FoundationNetworking
 
 /// Three `ledger serve` processes on one database behave as one ledger (issue 16): 64 clients spread over the nodes
 /// race on one order's expected version, on one transaction claimed by many orders, and with one request retried on
-/// every node; a revoked token is refused by every node on its next request, whatever each node had cached; a node
-/// killed with SIGKILL mid-load loses nothing it acknowledged. `ledger verify` passes after each.
+/// every node, while all three seal the ledger digest every second (one sealer at a time: none of them fails); a
+/// revoked token is refused by every node on its next request, whatever each node had cached; a node killed with
+/// SIGKILL mid-load loses nothing it acknowledged. `ledger verify` passes after each.
 @Suite("CLI: three serve nodes on one database behave as one ledger")
 struct MultiNodeCommandTests {
     static let clients = 64
@@ -19,6 +20,7 @@ struct MultiNodeCommandTests {
     /// Three nodes on a fresh database, connected as the service role (4 connections each), an all-scopes token, and the
     /// owner's view of the ledger for the checks.
     static func withNodes(
+        arguments: [String] = [],
         _ body: @Sendable @escaping (_ nodes: [RunningServer], _ url: String, _ secret: String, _ ledger: Ledger) async throws -> Void
     ) async throws {
         try await TestDatabase.withURL { url, client in
@@ -26,7 +28,7 @@ struct MultiNodeCommandTests {
             let serviceURL = url.replacingOccurrences(of: "postgres://postgres@", with: "postgres://ledger_service@")
             var nodes: [RunningServer] = []
             defer { nodes.forEach { $0.stop() } }
-            for _ in 0..<3 { nodes.append(try await RunningServer.start(databaseURL: serviceURL, arguments: ["--pool-size", "4"])) }
+            for _ in 0..<3 { nodes.append(try await RunningServer.start(databaseURL: serviceURL, arguments: ["--pool-size", "4"] + arguments)) }
             try await body(nodes, url, secret, Ledger(client: client))
         }
     }
@@ -46,7 +48,7 @@ struct MultiNodeCommandTests {
     }
 
     @Test func racesSpreadOverThreeNodesEndExactlyOnce() async throws {
-        try await Self.withNodes { nodes, url, secret, ledger in
+        try await Self.withNodes(arguments: ["--seal-interval", "1"]) { nodes, url, secret, ledger in
             let session = RunningServer.raceSession(Self.clients)
             let store = ledger.store
 
@@ -96,6 +98,15 @@ struct MultiNodeCommandTests {
             #expect(Set(retries.map { $0.body.canonicalJSON }).count == 1, "every node answers the identical body")
             #expect(try await store.count("events WHERE order_id = 'mn-retry'") == 2)
 
+            // The nodes' sealers take turns: a checkpoint comes to cover the last event, and none of them failed.
+            let last = try await store.lastPositionInFeedOrder()
+            let digests = LedgerDigests(client: ledger.client)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try await digests.latest()?.position != last, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(try await digests.latest()?.position == last, "a checkpoint covers every event")
+            for node in nodes { #expect(!node.standardError.contains("sealing the ledger digest failed"), "\(node.standardError)") }
             try await Self.verifies(url)
         }
     }

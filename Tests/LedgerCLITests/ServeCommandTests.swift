@@ -70,7 +70,9 @@ final class RunningServer: Sendable {
         let launch = try LedgerBinary.prepare(
             // A database deadline of 60 s, not serve's 5 s: these tests are about what serve does, on a machine busy
             // with the whole suite; the deadline has tests of its own.
-            ["serve", "--port", "0", "--seal-interval", "0", "--database-deadline", "60"] + arguments,
+            // No sealing unless a test asks for it.
+            ["serve", "--port", "0", "--database-deadline", "60"]
+                + (arguments.contains("--seal-interval") ? [] : ["--seal-interval", "0"]) + arguments,
             databaseURL: databaseURL, environment: environment)
         try launch.process.run()
         let deadline = ContinuousClock.now + .seconds(60)
