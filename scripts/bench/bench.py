@@ -209,6 +209,34 @@ def run_loadgen(kind, clients, duration, port, token, run_tag, horders):
     return data
 
 
+def top_up(url, events, tag):
+    """Adds copies of the service-written lifecycle of order h-1 under new order ids `<tag>-N` (their streams too)
+    until the log holds at least `events` events, then VACUUM ANALYZE; returns the count. Copies keep h-1's hashes
+    (the projections are not written: `ledger rebuild` makes them)."""
+    have = int(psql(url, "SELECT count(*) FROM events"))
+    extra_orders = max(0, -(-(events - have) // 6))
+    log(f"loading {extra_orders * 6} more events ({have} present) by INSERT … SELECT")
+    started = time.time()
+    chunk = 50_000
+    for first in range(1, extra_orders + 1, chunk):
+        last = min(extra_orders, first + chunk - 1)
+        psql(url, f"""
+            INSERT INTO streams (order_id, version, last_hash)
+            SELECT '{tag}-' || g, 6, (SELECT hash FROM events WHERE order_id = 'h-1' AND version = 6)
+            FROM generate_series({first}, {last}) g;
+            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+            SELECT '{tag}-' || g, e.version, gen_random_uuid(), e.type,
+                   CASE WHEN e.data ? 'transactionId'
+                        THEN jsonb_set(e.data, '{{transactionId}}', to_jsonb('t-{tag}-' || g)) ELSE e.data END,
+                   e.metadata, e.occurred_at, e.recorded_at, e.canonical, e.hash
+            FROM generate_series({first}, {last}) g CROSS JOIN (SELECT * FROM events WHERE order_id = 'h-1') e
+            ORDER BY g, e.version""")
+    psql(url, "VACUUM ANALYZE")
+    total = int(psql(url, "SELECT count(*) FROM events"))
+    log(f"{total} events in the log ({time.time() - started:.0f} s)")
+    return total
+
+
 def machine():
     memory = 0
     with open("/proc/meminfo") as f:
@@ -345,27 +373,7 @@ def main():
         service.stop()
 
         # 4. rebuild over >= rebuild_events events: copy the service's own h-1 lifecycle under new order ids.
-        have = int(psql(url, "SELECT count(*) FROM events"))
-        extra_orders = max(0, -(-(rebuild_events - have) // 6))
-        log(f"rebuild: loading {extra_orders * 6} more events ({have} present) by INSERT … SELECT")
-        started = time.time()
-        chunk = 50_000
-        for first in range(1, extra_orders + 1, chunk):
-            last = min(extra_orders, first + chunk - 1)
-            psql(url, f"""
-                INSERT INTO streams (order_id, version, last_hash)
-                SELECT 'r{run_tag}-' || g, 6, (SELECT hash FROM events WHERE order_id = 'h-1' AND version = 6)
-                FROM generate_series({first}, {last}) g;
-                INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
-                SELECT 'r{run_tag}-' || g, e.version, gen_random_uuid(), e.type,
-                       CASE WHEN e.data ? 'transactionId'
-                            THEN jsonb_set(e.data, '{{transactionId}}', to_jsonb('t-r{run_tag}-' || g)) ELSE e.data END,
-                       e.metadata, e.occurred_at, e.recorded_at, e.canonical, e.hash
-                FROM generate_series({first}, {last}) g CROSS JOIN (SELECT * FROM events WHERE order_id = 'h-1') e
-                ORDER BY g, e.version""")
-        psql(url, "VACUUM ANALYZE")
-        total = int(psql(url, "SELECT count(*) FROM events"))
-        log(f"rebuild: {total} events loaded in {time.time() - started:.0f} s")
+        total = top_up(url, rebuild_events, f"r{run_tag}")
         copy_sql = f"COPY (SELECT {workload.EVENT_COLUMNS} FROM events ORDER BY position) TO STDOUT"
         sh([pg_tool("psql"), url, "-X", "-q", "-c", copy_sql], capture=False, stdout=subprocess.DEVNULL)  # warm-up
         started = time.perf_counter()
