@@ -8,7 +8,8 @@ import LedgerPostgres
 /// refusal log). What the console shows with the timeline; any client may read them.
 struct EvidenceRoutes {
     typealias Context = LedgerRequestContext
-    let ledger: Ledger
+    /// Both may be read on a replica (`ReadSource`).
+    let reads: ReadSource
 
     /// Refusals listed for one order, newest first.
     static let maximumRefusals = 100
@@ -21,9 +22,15 @@ struct EvidenceRoutes {
     @Sendable func chain(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.parameters.require("orderId")
         try QueryParameters(request).onlyAllowing([])
-        let links = try await AuditLog(client: ledger.client).chain(ofOrder: orderId)
-        guard !links.isEmpty else { throw APIError.notFound("order \(orderId) is not in the ledger") }
-        return JSONResponse.make(status: .ok, body: [
+        return try await reads.serve(request) { ledger in
+            let links = try await AuditLog(client: ledger.client).chain(ofOrder: orderId)
+            guard !links.isEmpty else { throw APIError.notFound("order \(orderId) is not in the ledger") }
+            return Self.chainAnswer(orderId, links)
+        }
+    }
+
+    private static func chainAnswer(_ orderId: String, _ links: [ChainLink]) -> Response {
+        JSONResponse.make(status: .ok, body: [
             "orderId": .string(orderId),
             "verified": .bool(links.last?.verifiedUpToHere == true),
             "events": .array(links.map { link in
@@ -38,8 +45,13 @@ struct EvidenceRoutes {
     @Sendable func refusals(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.parameters.require("orderId")
         try QueryParameters(request).onlyAllowing([])
-        let refusals = try await RefusalLog(client: ledger.client).refusals(ofOrder: orderId, limit: Self.maximumRefusals)
-        return JSONResponse.make(status: .ok, body: [
+        return try await reads.serve(request) { ledger in
+            Self.refusalsAnswer(orderId, try await RefusalLog(client: ledger.client).refusals(ofOrder: orderId, limit: Self.maximumRefusals))
+        }
+    }
+
+    private static func refusalsAnswer(_ orderId: String, _ refusals: [RecordedRefusal]) -> Response {
+        JSONResponse.make(status: .ok, body: [
             "orderId": .string(orderId),
             "refusals": .array(refusals.map { refusal in
                 [

@@ -10,8 +10,10 @@ import PostgresNIO
 public enum LedgerApplication {
     /// The router alone: what tests drive and what `serve` runs.
     /// `providers` enables the providers' notification endpoints and signed-transaction receipts (none by default).
+    /// `replicas` serve the reads that may lag (`ReadSource`); none: every read is the primary's.
     public static func router(
-        ledger: Ledger, tokens: TokenStore, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers()
+        ledger: Ledger, tokens: TokenStore, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
+        replicas: ReadReplicas? = nil
     ) -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
         // Outermost first: the request log sees the final status, metrics too, errors become JSON answers inside.
@@ -19,15 +21,16 @@ public enum LedgerApplication {
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: ErrorMiddleware())
 
-        OperationalRoutes(client: ledger.client, metrics: metrics).register(on: router)
+        OperationalRoutes(client: ledger.client, metrics: metrics, replicas: replicas).register(on: router)
         ConsoleRoutes().register(on: router)
         let tokens = TokenCache(tokens: tokens)
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
-        OrderRoutes(ledger: ledger, metrics: metrics, appStore: providers.appStore).register(writers: writers, readers: readers)
-        ReadRoutes(ledger: ledger).register(readers: readers)
-        EvidenceRoutes(ledger: ledger).register(readers: readers)
+        let reads = ReadSource(primary: ledger, replicas: replicas)
+        OrderRoutes(ledger: ledger, reads: reads, metrics: metrics, appStore: providers.appStore).register(writers: writers, readers: readers)
+        ReadRoutes(ledger: ledger, reads: reads).register(readers: readers)
+        EvidenceRoutes(reads: reads).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(client: ledger.client).register(finance: finance)
         return router
@@ -41,13 +44,13 @@ public enum LedgerApplication {
     /// The application `serve` runs, with the PostgreSQL client as one of its services.
     public static func make(
         ledger: Ledger, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        replicas: ReadReplicas? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(ledger: ledger, tokens: TokenStore(client: ledger.client), providers: providers),
+            router: router(ledger: ledger, tokens: TokenStore(client: ledger.client), providers: providers, replicas: replicas),
             server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
-            services: [ledger.client],
+            services: [ledger.client] + (replicas?.replicas.map(\.ledger.client) ?? []),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }

@@ -9,6 +9,8 @@ struct OperationalRoutes {
     typealias Context = LedgerRequestContext
     let client: PostgresClient
     let metrics: LedgerMetrics
+    /// Reported by `/readyz`, one by one; a replica down or behind does not make the service unready.
+    let replicas: ReadReplicas?
 
     /// How long readiness waits for the database before saying it is not ready (at most the request deadline).
     static let readinessTimeout = Duration.seconds(2)
@@ -45,6 +47,26 @@ struct OperationalRoutes {
         guard reachable else {
             throw APIError(.serviceUnavailable, "unavailable", "the database cannot be reached", headers: [.retryAfter: "1"])
         }
-        return JSONResponse.make(status: .ok, body: ["status": "ready"])
+        guard let replicas else { return JSONResponse.make(status: .ok, body: ["status": "ready"]) }
+        let maximumLag = replicas.maximumLag
+        return JSONResponse.make(status: .ok, body: [
+            "status": "ready",
+            "replicas": .array(replicas.report.map { name, health in
+                switch health {
+                case .unknown:
+                    ["name": .string(name), "state": "unknown"]
+                case .behind(let lag):
+                    ["name": .string(name), "state": lag <= maximumLag ? "in_use" : "lagging", "lagSeconds": .string(Self.seconds(lag))]
+                case .down(let reason):
+                    ["name": .string(name), "state": "down", "reason": .string(reason)]
+                }
+            }),
+        ])
+    }
+
+    /// A lag as seconds with millisecond precision ("0.250"): JSON numbers here are integers.
+    static func seconds(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return "\(milliseconds / 1000).\(String(format: "%03d", milliseconds % 1000))"
     }
 }

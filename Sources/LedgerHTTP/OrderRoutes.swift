@@ -9,6 +9,8 @@ import LedgerProviders
 struct OrderRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
+    /// Where the reads go: a replica when one is usable (`ReadSource`).
+    let reads: ReadSource
     let metrics: LedgerMetrics
     /// Verifies StoreKit 2 signed transactions posted on `receipt.received`; nil when the App Store is not configured.
     let appStore: AppStoreJWSVerifier?
@@ -43,8 +45,10 @@ struct OrderRoutes {
 
     @Sendable func order(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.parameters.require("orderId")
-        guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
-        return JSONResponse.make(status: .ok, body: order.json)
+        return try await reads.serve(request) { ledger in
+            guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
+            return JSONResponse.make(status: .ok, body: order.json)
+        }
     }
 
     /// A history page holds at most this many events (`limit`), 100 unless asked: a long history is read page by
@@ -61,10 +65,12 @@ struct OrderRoutes {
         let asOf = try query.time("asOf")
         let limit = try query.integer("limit", in: 1...Int64(Self.maximumHistoryPage)) ?? Int64(Self.defaultHistoryPage)
         let after = try query.integer("after", in: 0...Int64(Int32.max)) ?? 0
-        guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
-            throw APIError.notFound("order \(orderId) is not in the ledger")
+        return try await reads.serve(request) { ledger in
+            guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
+                throw APIError.notFound("order \(orderId) is not in the ledger")
+            }
+            return JSONResponse.make(status: .ok, body: page.json)
         }
-        return JSONResponse.make(status: .ok, body: page.json)
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
@@ -76,13 +82,15 @@ struct OrderRoutes {
             }
             return state
         }
-        let page = try await ledger.orders(
-            accountId: try query.string("accountId"), state: state,
-            limit: Int(try query.integer("limit", in: 1...500) ?? 100), after: try query.string("cursor"))
-        return JSONResponse.make(status: .ok, body: .object([
-            "orders": .array(page.orders.map(\.json)),
-            "nextCursor": .text(page.nextCursor),
-        ]))
+        let accountId = try query.string("accountId"), cursor = try query.string("cursor")
+        let limit = Int(try query.integer("limit", in: 1...500) ?? 100)
+        return try await reads.serve(request) { ledger in
+            let page = try await ledger.orders(accountId: accountId, state: state, limit: limit, after: cursor)
+            return JSONResponse.make(status: .ok, body: .object([
+                "orders": .array(page.orders.map(\.json)),
+                "nextCursor": .text(page.nextCursor),
+            ]))
+        }
     }
 }
 

@@ -7,6 +7,8 @@ import LedgerPostgres
 struct ReadRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
+    /// The feed may be read on a replica (`ReadSource`); the transaction lookup and the digest are the primary's.
+    let reads: ReadSource
 
     /// A feed page holds at most this many events.
     static let maximumFeedPage = 1000
@@ -40,11 +42,14 @@ struct ReadRoutes {
         try query.onlyAllowing(["after", "limit"])
         let after = try query.integer("after", in: 0...Int64.max).flatMap { $0 == 0 ? nil : $0 }
         let limit = Int(try query.integer("limit", in: 1...Int64(Self.maximumFeedPage)) ?? 100)
-        let events = try await ledger.store.readAll(after: after, limit: limit)
-        let next = events.last?.position ?? after
-        return JSONResponse.make(status: .ok, body: .object([
-            "events": .array(events.map(\.feedJSON)),
-            "next": next.map(JSONValue.int) ?? .null,
-        ]))
+        // On a replica, only one that holds the cursor's event: the page resumes after it.
+        return try await reads.serve(request, seeing: after) { ledger in
+            let events = try await ledger.store.readAll(after: after, limit: limit)
+            let next = events.last?.position ?? after
+            return JSONResponse.make(status: .ok, body: .object([
+                "events": .array(events.map(\.feedJSON)),
+                "next": next.map(JSONValue.int) ?? .null,
+            ]))
+        }
     }
 }

@@ -32,6 +32,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var serverLimits: ServerLimitOptions
     @OptionGroup var providers: ProviderOptions
+    @OptionGroup var replicaOptions: ReplicaOptions
 
     func run() async throws {
         // Swift tasks run on NIO's event loops: no hop to the concurrency pool and back on every await of the
@@ -54,9 +55,10 @@ struct ServeCommand: AsyncParsableCommand {
         try await Self.warnIfOverPrivileged(serviceConfiguration, logger: logger)
         let client = PostgresClient(configuration: serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
         let ledger = Ledger(client: client, logger: logger)
+        let replicas = try replicaOptions.replicas(primary: client, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
-            ledger: ledger, host: host, port: port, logger: logger, providers: verifiers
+            ledger: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
@@ -65,6 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
         try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await app.runService() }
+                if let replicas { group.addTask { await replicas.run() } }
                 if sealInterval > 0 {
                     group.addTask { await DigestSealing.run(every: .seconds(sealInterval), client: client, logger: logger) }
                 }

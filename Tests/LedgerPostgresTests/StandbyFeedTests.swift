@@ -8,43 +8,17 @@ import Testing
 
 /// The feed read on a physical streaming standby (issue 16): the horizon logic (`EventStore.readAll`) holds there
 /// too, because a standby's snapshot is built from the primary's running transactions as replayed from WAL. The tests
-/// make their own primary and a `pg_basebackup -R` standby of it (not the shared test cluster, whose every database a
-/// base backup would copy).
+/// make their own primary and a `pg_basebackup -R` standby of it (`StreamingStandby`).
 @Suite("Replicas: the feed on a streaming standby")
 struct StandbyFeedTests {
-    /// A fresh primary with the ledger's schema (in its `postgres` database: the cluster is the test's own) and a
-    /// streaming standby of it; clients to both.
     static func withPrimaryAndStandby(
         _ body: @Sendable @escaping (_ onPrimary: PostgresClient, _ onStandby: PostgresClient) async throws -> Void
     ) async throws {
-        let base = URL(fileURLWithPath: "/tmp/olr-" + UUID().uuidString.prefix(8).lowercased())
-        let primary = EmbeddedPostgres(dataDirectory: base.appendingPathComponent("p"))
-        defer {
-            try? EmbeddedPostgres(dataDirectory: base.appendingPathComponent("s")).stop()
-            try? primary.stop()
-            try? FileManager.default.removeItem(at: base)
-        }
-        try primary.start()
-        let primaryDatabase = Database(configuration: primary.configuration(database: "postgres"))
-        try await primaryDatabase.withClient { try await Migrator(client: $0).migrate() }
-        let standby = try primary.startStandby(in: base.appendingPathComponent("s"))
-        try await primaryDatabase.withClient { onPrimary in
-            try await Database(configuration: standby.configuration(database: "postgres")).withClient { onStandby in
-                try await body(onPrimary, onStandby)
-            }
-        }
+        try await StreamingStandby.withPrimaryAndStandby { onPrimary, onStandby, _ in try await body(onPrimary, onStandby) }
     }
 
-    /// Polls `condition` (a replica is caught up when it is) for up to 30 s.
     static func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("never held: \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        if try await !StreamingStandby.eventually(condition) { Issue.record("never held: \(what)") }
     }
 
     static let metadata = EventMetadata(actor: "writer")
@@ -96,15 +70,17 @@ struct StandbyFeedTests {
             }
             let feed = EventStore(client: onStandby)
             var read: [Int64] = []
+            var standbyHeldEverything = false
             let deadline = ContinuousClock.now + .seconds(60)
             while read.count < total, ContinuousClock.now < deadline {
                 let page = try await feed.readAll(after: read.last, limit: 25)
                 read += page.map(\.position)
                 guard page.isEmpty else { continue }
-                // An empty page once the standby holds every event: the feed has nothing more for this cursor.
-                if try await feed.count("events") == total { break }
+                // An empty page read after the standby was seen to hold every event: nothing more for this cursor.
+                if standbyHeldEverything { break }
+                standbyHeldEverything = try await feed.count("events") == total
                 // Else nothing new has been replayed below the horizon yet: poll again, as consumers do.
-                try await Task.sleep(for: .milliseconds(5))
+                if !standbyHeldEverything { try await Task.sleep(for: .milliseconds(5)) }
             }
             try await written
 

@@ -15,8 +15,18 @@ public struct Ledger: Sendable {
     let rows: OrderRows
 
     public init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
-        self.store = EventStore(client: client, logger: logger)
+        self.init(store: EventStore(client: client, logger: logger), logger: logger)
+    }
+
+    private init(store: EventStore, logger: Logger) {
+        self.store = store
         self.rows = OrderRows(logger: logger)
+    }
+
+    /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
+    /// they return confirms nothing — a replica's may lag — so a cached token is confirmed on the primary instead.
+    public static func reading(from replica: PostgresClient, logger: Logger = Logger(label: "ledger")) -> Ledger {
+        Ledger(store: EventStore(client: replica, logger: logger, confirmsTokens: false), logger: logger)
     }
 
     public var client: PostgresClient { store.client }

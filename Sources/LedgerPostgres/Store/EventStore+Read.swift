@@ -35,8 +35,16 @@ extension EventStore {
             events.append(try Self.decode(columns))
             epoch = try columns[Self.columnCount].decode(Int64.self)
         }
-        if let epoch { try await TokenConfirmation.confirm(epoch: epoch) }
+        if confirmsTokens, let epoch { try await TokenConfirmation.confirm(epoch: epoch) }
         return events
+    }
+
+    /// Whether the event at `position` is here: on a replica, whether it has replayed that append's commit.
+    public func holds(position: Int64) async throws -> Bool {
+        try await client.query("SELECT EXISTS (SELECT 1 FROM events WHERE position = \(position))", logger: logger) { rows in
+            for try await held in rows.decode(Bool.self) { return held }
+            return false
+        }
     }
 
     /// The page's statement. The token epoch rides along (schema/009): a page that has rows confirms the request's

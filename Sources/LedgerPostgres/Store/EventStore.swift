@@ -18,13 +18,17 @@ import PostgresNIO
 public struct EventStore: Sendable {
     public let client: PostgresClient
     public let logger: Logger
+    /// Whether the token epoch its reads return confirms the request's cached token (`TokenConfirmation`). Not on a
+    /// replica: its epoch may lag the primary's, and a revoked token must be refused on its next request.
+    let confirmsTokens: Bool
 
     /// How many times an append reads and decides again after losing a race before the error is passed on.
     static let raceRetries = 8
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.store")) {
+    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true) {
         self.client = client
         self.logger = logger
+        self.confirmsTokens = confirmsTokens
     }
 
     /// Decides, from what the append read, the order the events leave (written with them); nil writes no projection.

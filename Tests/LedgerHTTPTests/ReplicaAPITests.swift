@@ -1,0 +1,166 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerTestSupport
+import Logging
+import NIOCore
+import PostgresNIO
+import Testing
+
+/// Reads from a real streaming replica (issue 16): the router with `ReadReplicas` over a `pg_basebackup -R` standby of
+/// a primary of the test's own. Lag is made by pausing the standby's replay (`pg_wal_replay_pause()`), an outage by
+/// stopping it. Every answer names who served it (`Ledger-Read-From`).
+@Suite("HTTP: reads from a streaming replica")
+struct ReplicaAPITests {
+    struct Harness {
+        let client: any TestClientProtocol
+        let replicas: ReadReplicas
+        let standby: PostgresClient
+        let standbyCluster: EmbeddedPostgres
+        let tokens: TokenStore
+        let secret: String
+
+        func request(_ method: HTTPRequest.Method, _ uri: String, body: JSONValue? = nil, headers extra: HTTPFields = [:])
+            async throws -> (status: HTTPResponse.Status, from: String?, json: JSONValue)
+        {
+            var headers = extra
+            headers[.authorization] = "Bearer " + secret
+            if body != nil { headers[.contentType] = "application/json" }
+            return try await client.execute(
+                uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0.canonicalJSON) }
+            ) { response in
+                (response.status, response.headers[HTTPField.Name("Ledger-Read-From")!],
+                 (try? JSONValue(parsing: Array(String(buffer: response.body).utf8))) ?? .null)
+            }
+        }
+
+        /// Posts events to an order; the position of the last one.
+        func post(_ orderId: String, _ events: [Submission]) async throws -> Int64 {
+            let answer = try await request(.post, "/v1/orders/\(orderId)/events", body: ["events": .array(events.map(\.json))])
+            #expect(answer.status == .created, "\(answer.json)")
+            guard case .array(let stored)? = answer.json["events"], case .int(let position)? = stored.last?["position"] else { return 0 }
+            return position
+        }
+
+        func historyTypes(_ orderId: String, seeing position: Int64? = nil) async throws -> (from: String?, types: [String]) {
+            var headers: HTTPFields = [:]
+            if let position { headers[HTTPField.Name("Ledger-Min-Position")!] = String(position) }
+            let answer = try await request(.get, "/v1/orders/\(orderId)/history", headers: headers)
+            guard case .array(let events)? = answer.json["events"] else { return (answer.from, []) }
+            return (answer.from, events.compactMap { if case .string(let type)? = $0["type"] { type } else { nil } })
+        }
+
+        /// The replica's state as `/readyz` reports it.
+        func replicaState() async throws -> String? {
+            let answer = try await client.execute(uri: "/readyz", method: .get) { String(buffer: $0.body) }
+            guard case .array(let replicas)? = (try? JSONValue(parsing: Array(answer.utf8)))?["replicas"],
+                  case .string(let state)? = replicas.first?["state"] else { return nil }
+            return state
+        }
+
+        func replay(_ action: String) async throws {
+            try await standby.query(PostgresQuery(unsafeSQL: "SELECT pg_wal_replay_\(action)()"), logger: Logger(label: "test"))
+        }
+
+        func eventually(_ what: Comment, _ condition: () async throws -> Bool) async throws {
+            #expect(try await StreamingStandby.eventually(condition), what)
+        }
+    }
+
+    static func run(maximumLag: Duration = .seconds(5), _ body: @Sendable @escaping (Harness) async throws -> Void) async throws {
+        try await StreamingStandby.withPrimaryAndStandby { primary, standby, standbyCluster in
+            let tokens = TokenStore(client: primary)
+            let secret = try await tokens.create(name: "reader", scopes: Scope.allCases)
+            let replicas = ReadReplicas(
+                primary: primary, replicas: [standby], maximumLag: maximumLag, readYourWritesWait: .milliseconds(500),
+                checkInterval: .milliseconds(50))
+            let monitor = Task { await replicas.run() }
+            defer { monitor.cancel() }
+            let app = Application(
+                router: LedgerApplication.router(ledger: Ledger(client: primary), tokens: tokens, replicas: replicas), logger: API.logger)
+            try await app.test(.router) { client in
+                let harness = Harness(
+                    client: client, replicas: replicas, standby: standby, standbyCluster: standbyCluster, tokens: tokens, secret: secret)
+                try await harness.eventually("the replica is in use") { try await harness.replicaState() == "in_use" }
+                try await body(harness)
+            }
+        }
+    }
+
+    @Test func readsThatMayLagAreServedByACaughtUpReplica() async throws {
+        try await Self.run { api in
+            let lifecycle = Lifecycle()
+            let last = try await api.post("order-1", lifecycle.happyPath)
+            let history = try await api.historyTypes("order-1", seeing: last)
+            #expect(history.from == "replica-1")
+            #expect(history.types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
+            #expect(try await api.request(.get, "/v1/orders/order-1").from == "replica-1")
+            #expect(try await api.request(.get, "/v1/orders/order-1/chain").from == "replica-1")
+            #expect(try await api.request(.get, "/v1/events").from == "replica-1")
+            // What a client credits by stays on the primary.
+            let transaction = try await api.request(.get, "/v1/transactions/\(lifecycle.transactionId)")
+            #expect(transaction.status == .ok)
+            #expect(transaction.from == nil)
+        }
+    }
+
+    @Test func aReadNamingItsWriteIncludesItWhileTheReplicaHasNotReplayedIt() async throws {
+        try await Self.run { api in
+            _ = try await api.post("order-1", [Lifecycle().created])
+            try await api.eventually("the replica holds the order") { try await api.historyTypes("order-1").types.count == 1 }
+            try await api.replay("pause")
+            let written = try await api.post("order-1", [Lifecycle().queued])
+            let lagging = try await api.historyTypes("order-1")
+            #expect(lagging.from == "replica-1")
+            #expect(lagging.types == ["order.created"], "the replica has not replayed the write")
+            let ownWrite = try await api.historyTypes("order-1", seeing: written)
+            #expect(ownWrite.from == "primary")
+            #expect(ownWrite.types == ["order.created", "payment.queued"])
+            try await api.replay("resume")
+            let caughtUp = try await api.historyTypes("order-1", seeing: written)
+            #expect(caughtUp.from == "replica-1")
+            #expect(caughtUp.types == ["order.created", "payment.queued"])
+            let bad = try await api.request(.get, "/v1/orders/order-1/history", headers: [HTTPField.Name("Ledger-Min-Position")!: "soon"])
+            #expect(bad.status == .badRequest)
+        }
+    }
+
+    @Test func aReplicaBehindTheBoundOrDownIsSkippedReportedAndTakenBackWhenWell() async throws {
+        try await Self.run(maximumLag: .milliseconds(300)) { api in
+            _ = try await api.post("order-1", [Lifecycle().created])
+            try await api.replay("pause")
+            _ = try await api.post("order-2", [Lifecycle().created])
+            try await api.eventually("readyz reports the replica lagging") { try await api.replicaState() == "lagging" }
+            #expect(try await api.historyTypes("order-2").from == "primary")
+            try await api.replay("resume")
+            try await api.eventually("the replica is in use again") { try await api.replicaState() == "in_use" }
+            #expect(try await api.historyTypes("order-2").from == "replica-1")
+
+            try api.standbyCluster.stop()
+            let duringOutage = try await api.historyTypes("order-2")
+            #expect(duringOutage.from == "primary")
+            #expect(duringOutage.types == ["order.created"])
+            try await api.eventually("readyz reports the replica down") { try await api.replicaState() == "down" }
+            try api.standbyCluster.start()
+            try await api.eventually("the replica is in use after its restart") { try await api.replicaState() == "in_use" }
+            #expect(try await api.historyTypes("order-2").from == "replica-1")
+        }
+    }
+
+    @Test func aTokenRevokedOnThePrimaryIsRefusedOnAReplicaThatHasNotReplayedTheRevocation() async throws {
+        try await Self.run { api in
+            let written = try await api.post("order-1", [Lifecycle().created])
+            #expect(try await api.historyTypes("order-1", seeing: written).from == "replica-1", "the token is cached")
+            try await api.replay("pause")
+            try await api.tokens.revoke(name: "reader")
+            let refused = try await api.request(.get, "/v1/orders/order-1/history")
+            #expect(refused.status == .unauthorized, "\(refused.json)")
+            #expect(try await api.request(.get, "/v1/orders/order-1").status == .unauthorized)
+            try await api.replay("resume")
+        }
+    }
+}

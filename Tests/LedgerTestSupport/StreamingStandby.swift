@@ -1,0 +1,40 @@
+import Foundation
+import LedgerPostgres
+import PostgresNIO
+
+/// A primary cluster of the test's own, with the ledger's schema in its `postgres` database, and a streaming standby
+/// of it (`EmbeddedPostgres.startStandby`); clients to both as the superuser. Not the shared test cluster: a base
+/// backup of it would copy every test's database.
+public enum StreamingStandby {
+    public static func withPrimaryAndStandby<T: Sendable>(
+        _ body: @Sendable @escaping (_ primary: PostgresClient, _ standby: PostgresClient, _ standbyCluster: EmbeddedPostgres) async throws -> T
+    ) async throws -> T {
+        let base = URL(fileURLWithPath: "/tmp/olr-" + UUID().uuidString.prefix(8).lowercased())
+        let primaryCluster = EmbeddedPostgres(dataDirectory: base.appendingPathComponent("p"))
+        let standbyCluster = EmbeddedPostgres(dataDirectory: base.appendingPathComponent("s"))
+        defer {
+            try? standbyCluster.stop()
+            try? primaryCluster.stop()
+            try? FileManager.default.removeItem(at: base)
+        }
+        try primaryCluster.start()
+        let primary = Database(configuration: primaryCluster.configuration(database: "postgres"))
+        try await primary.withClient { try await Migrator(client: $0).migrate() }
+        _ = try primaryCluster.startStandby(in: standbyCluster.dataDirectory)
+        return try await primary.withClient { onPrimary in
+            try await Database(configuration: standbyCluster.configuration(database: "postgres")).withClient { onStandby in
+                try await body(onPrimary, onStandby, standbyCluster)
+            }
+        }
+    }
+
+    /// Polls `condition` for up to 30 s (a replica catching up, a monitor noticing); false if it never held.
+    public static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+}
