@@ -33,12 +33,18 @@ struct MultiNodeCommandTests {
         }
     }
 
-    /// `clients` requests at once, client n sent to node n % 3.
-    static func race(_ nodes: [RunningServer], _ request: @escaping @Sendable (RunningServer, Int) async throws -> Answer) async throws -> [Answer] {
-        try await withThrowingTaskGroup(of: Answer.self) { group in
+    /// `clients` requests at once, client n sent to node n % 3; prints the answers by status and how long the race took.
+    static func race(
+        _ what: String, _ nodes: [RunningServer], _ request: @escaping @Sendable (RunningServer, Int) async throws -> Answer
+    ) async throws -> [Answer] {
+        let started = ContinuousClock.now
+        let answers = try await withThrowingTaskGroup(of: Answer.self) { group in
             for n in 0..<clients { group.addTask { try await request(nodes[n % nodes.count], n) } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
+        let statuses = Dictionary(grouping: answers, by: \.status).mapValues(\.count).sorted { $0.key < $1.key }
+        print("3 nodes, \(clients) clients, \(what): \(statuses.map { "\($0.value)×\($0.key)" }.joined(separator: " ")) in \(ContinuousClock.now - started)")
+        return answers
     }
 
     static func verifies(_ url: String) async throws {
@@ -55,7 +61,7 @@ struct MultiNodeCommandTests {
             // One order, one expected version: one append wins on whichever node it landed.
             let lifecycle = Lifecycle()
             #expect(try await nodes[0].send("/v1/orders/mn-1/events", token: secret, body: lifecycle.created.json, session: session).status == 201)
-            let versioned = try await Self.race(nodes) { node, _ in
+            let versioned = try await Self.race("one expected version", nodes) { node, _ in
                 guard case .object(var members) = lifecycle.queued.json else { return Answer(status: 0, body: .null) }
                 members["expectedVersion"] = 1
                 return try await node.send("/v1/orders/mn-1/events", token: secret, body: .object(members), session: session)
@@ -74,14 +80,14 @@ struct MultiNodeCommandTests {
                 let batch: JSONValue = ["events": [shared.created.json, shared.queued.json]]
                 #expect(try await nodes[n % 3].send("/v1/orders/mn-tx-\(n)/events", token: secret, body: batch, session: session).status == 201)
             }
-            let claims = try await Self.race(nodes) { node, n in
+            let claims = try await Self.race("one transaction claimed by 64 orders", nodes) { node, n in
                 try await node.send("/v1/orders/mn-tx-\(n)/events", token: secret, body: shared.receipt.json, session: session)
             }
             #expect(claims.filter { $0.status == 201 }.count == 1)
             #expect(claims.filter { $0.errorCode == "transaction_bound_elsewhere" }.count == Self.clients - 1)
             let winner = try #require(try await ledger.transaction("mn-shared-tx")).orderId
             #expect(try await nodes[1].send("/v1/orders/\(winner)/events", token: secret, body: shared.verified.json, session: session).status == 201)
-            let grants = try await Self.race(nodes) { node, n in
+            let grants = try await Self.race("grants of the claimed transaction", nodes) { node, n in
                 try await node.send("/v1/orders/\(n == 0 ? winner : "mn-tx-\(n)")/events", token: secret, body: shared.granted().json, session: session)
             }
             #expect(grants.filter { $0.status == 201 }.count == 1)
@@ -90,7 +96,7 @@ struct MultiNodeCommandTests {
 
             // One request retried on every node (the same event ids): stored once, the rest replay its answer.
             let retried: JSONValue = ["events": [Lifecycle().created.json, Lifecycle().queued.json]]
-            let retries = try await Self.race(nodes) { node, _ in
+            let retries = try await Self.race("one request retried on every node", nodes) { node, _ in
                 try await node.send("/v1/orders/mn-retry/events", token: secret, body: retried, session: session)
             }
             #expect(retries.filter { $0.status == 201 }.count == 1)
@@ -139,27 +145,33 @@ struct MultiNodeCommandTests {
             // 48 clients, each walking its own order through the lifecycle, one event per request, on node n % 3. A
             // request that fails on the network (the killed node) is retried with the same event on the next node,
             // as a client behind a load balancer does; the victim is killed once it has acknowledged 30 appends.
-            let acknowledged = try await withThrowingTaskGroup(of: [UUID].self) { group in
+            let (acknowledged, retried) = try await withThrowingTaskGroup(of: ([UUID], Int).self) { group in
                 for n in 0..<48 {
                     group.addTask {
                         var stored: [UUID] = []
+                        var retried = 0
                         for event in Lifecycle().happyPath {
                             var node = n % 3
                             while true {
                                 guard let answer = try? await nodes[node].send(
                                     "/v1/orders/kill-\(n)/events", token: secret, body: event.json, session: session)
-                                else { node = (node + 1) % 3; continue }
+                                else {
+                                    node = (node + 1) % 3
+                                    retried += 1
+                                    continue
+                                }
                                 #expect([200, 201].contains(answer.status), "\(answer.body)")
                                 stored.append(event.eventId)
                                 if nodes[node] === victim, await kill.due() { victim.killAbruptly() }
                                 break
                             }
                         }
-                        return stored
+                        return (stored, retried)
                     }
                 }
-                return try await group.reduce(into: []) { $0 += $1 }
+                return try await group.reduce(into: ([UUID](), 0)) { $0.0 += $1.0; $0.1 += $1.1 }
             }
+            print("3 nodes, one killed after 30 acknowledgements: \(acknowledged.count) appends acknowledged, \(retried) retried on another node after a network error")
             #expect(await kill.done, "the node was killed mid-load")
             #expect(acknowledged.count == 48 * 6)
             let ids = acknowledged.map { "'\($0.uuidString.lowercased())'" }.joined(separator: ",")
