@@ -18,7 +18,8 @@ public enum TestDatabase {
     /// Started once per process; every test awaits the same task.
     static let cluster = Task<EmbeddedPostgres, any Error> {
         removeClustersOfEndedRuns()
-        let cluster = EmbeddedPostgres(dataDirectory: dataDirectory)
+        // Every suite runs at once, each test with a pool of its own, some with three `serve` nodes beside it.
+        let cluster = EmbeddedPostgres(dataDirectory: dataDirectory, maximumConnections: 500)
         if try cluster.start() {
             clusterToStopAtExit = cluster
             atexit {

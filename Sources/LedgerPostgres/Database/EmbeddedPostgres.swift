@@ -6,12 +6,15 @@ import Foundation
 /// `postgres` user, because PostgreSQL refuses to run as root.
 public struct EmbeddedPostgres: Sendable {
     public let dataDirectory: URL
+    /// `max_connections`, written when the cluster is initialised (a cluster that exists keeps its own).
+    let maximumConnections: Int
     /// The database the ledger uses inside the cluster.
     public static let databaseName = "ledger"
     public static let superuser = "postgres"
 
-    public init(dataDirectory: URL) {
+    public init(dataDirectory: URL, maximumConnections: Int = 200) {
         self.dataDirectory = dataDirectory.standardizedFileURL
+        self.maximumConnections = maximumConnections
     }
 
     /// `LEDGER_DATA_DIR`, or `.ledger` in the working directory.
@@ -97,7 +100,7 @@ public struct EmbeddedPostgres: Sendable {
             unix_socket_directories = '\(socketDirectory.path)'
             unix_socket_permissions = 0700
             port = 5432
-            max_connections = 200
+            max_connections = \(maximumConnections)
             # Durability is not traded for speed.
             synchronous_commit = on
             fsync = on

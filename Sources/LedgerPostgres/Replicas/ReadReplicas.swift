@@ -20,8 +20,11 @@ public final class ReadReplicas: Sendable {
     }
 
     public enum Health: Sendable, Equatable {
+        /// Not caught up once since `serve` started (or not checked yet): not used.
         case unknown
+        /// Caught up this long ago (zero: now); used while that is at most `maximumLag`.
         case behind(Duration)
+        /// Unreachable, or a read on it failed: not used until a check finds it well.
         case down(String)
     }
 
@@ -32,7 +35,7 @@ public final class ReadReplicas: Sendable {
     let checkInterval: Duration
     let logger: Logger
     private let health: Mutex<[Health]>
-    private let turn = Atomic<Int>(0)
+    private let turn = Atomic<UInt>(0)
 
     /// `replicas` are named `replica-1`, `replica-2`… in the order given.
     public init(
@@ -76,7 +79,8 @@ public final class ReadReplicas: Sendable {
                     } else if let previous, replayed >= previous.lsn {
                         caughtUpAt[index] = max(caughtUpAt[index] ?? previous.at, previous.at)
                     }
-                    state = caughtUpAt[index].map { .behind(now - $0) } ?? .down("has not caught up since serve started")
+                    // Reachable but not yet caught up once since serve started: its lag is not known, it is not used.
+                    state = caughtUpAt[index].map { .behind(now - $0) } ?? .unknown
                 } catch {
                     state = .down("\(String(reflecting: error).prefix(200))")
                 }
@@ -95,7 +99,7 @@ public final class ReadReplicas: Sendable {
             if case .behind(let lag) = health[index] { lag <= maximumLag } else { false }
         }
         guard !usable.isEmpty else { return nil }
-        let first = turn.add(1, ordering: .relaxed).newValue
+        let first = Int(turn.wrappingAdd(1, ordering: .relaxed).newValue % UInt(usable.count))
         let ordered = usable.indices.map { usable[($0 + first) % usable.count] }.map { replicas[$0] }
         guard let position else { return ordered.first }
         let deadline = ContinuousClock.now + readYourWritesWait
