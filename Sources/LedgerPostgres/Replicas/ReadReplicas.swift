@@ -82,7 +82,9 @@ public final class ReadReplicas: Sendable {
                     // Reachable but not yet caught up once since serve started: its lag is not known, it is not used.
                     state = caughtUpAt[index].map { .behind(now - $0) } ?? .unknown
                 } catch {
-                    state = .down("\(String(reflecting: error).prefix(200))")
+                    // `/readyz` is unauthenticated: it says what, the log says why.
+                    state = .down("unreachable")
+                    logger.debug("replica check failed", metadata: ["replica": "\(replica.name)", "error": "\(String(reflecting: error))"])
                 }
                 health.withLock { $0[index] = state }
             }
@@ -117,8 +119,10 @@ public final class ReadReplicas: Sendable {
     /// A replica failed a read: it is skipped until the monitor finds it well again.
     public func failed(_ replica: Replica, _ error: any Error) {
         guard let index = replicas.firstIndex(where: { $0.name == replica.name }) else { return }
-        health.withLock { $0[index] = .down("a read failed: \(String(reflecting: error).prefix(200))") }
-        logger.warning("replica read failed; reading from the primary", metadata: ["replica": "\(replica.name)"])
+        health.withLock { $0[index] = .down("a read failed") }
+        logger.warning(
+            "replica read failed; reading from the primary",
+            metadata: ["replica": "\(replica.name)", "error": "\(String(reflecting: error))"])
     }
 
     /// A WAL position (`pg_lsn`, "16/B374D848"), as the number it stands for.
