@@ -407,6 +407,29 @@ struct AlipayAndWeChatPayAPITests {
             #expect(try await api.eventTypes("order-1").count == 2)
         }
     }
+
+    /// The endpoints take no bearer token, so anyone can send them anything: a body past the limit is refused
+    /// before it is verified or read, answered as each provider expects, and writes nothing.
+    @Test func bodiesPastTheLimitAreRefusedBeforeVerification() async throws {
+        var verifiers = Self.verifiers
+        verifiers.appStore = try AppleMessages().verifiers.appStore
+        try await API.run(providers: verifiers) { api in
+            let oversized = String(repeating: "a", count: 300 * 1024)  // past the 256 KiB body limit
+            let apple = try await api.request(.post, "/v1/providers/app-store/notifications", token: nil,
+                                              body: "{\"signedPayload\": \"\(oversized)\"}")
+            #expect(apple.status == .contentTooLarge)
+            #expect(apple.errorCode == "payload_too_large")
+            let alipay = try await alipay(api, Array("notify_id=\(oversized)".utf8))
+            #expect(alipay.status == .contentTooLarge)
+            #expect(alipay.bodyText == "failure")
+            let body = Array("{\"id\": \"\(oversized)\"}".utf8)
+            let wechat = try await wechat(api, body, try ProviderTestKit.wechatHeaders(body: body, timestamp: Date()))
+            #expect(wechat.status == .contentTooLarge)
+            #expect(wechat.json["code"] == "FAIL")
+            #expect(try await api.providerRows() == 0)
+            #expect(try await api.ledger.store.count("events") == 0)
+        }
+    }
 }
 
 @Suite("Provider endpoints when the database cannot answer: a 5xx, so the provider retries, and nothing half-written")
