@@ -209,6 +209,39 @@ def run_loadgen(kind, clients, duration, port, token, run_tag, horders):
     return data
 
 
+def release_ledger():
+    """The release `ledger` ($LEDGER_BIN, else .build-release's), built first when it is missing."""
+    ledger = os.environ.get("LEDGER_BIN") or os.path.join(ROOT, ".build-release", "release", "ledger")
+    if not os.path.exists(ledger):
+        log("building the release binary (swift build -c release --product ledger --scratch-path .build-release)")
+        sh(["swift", "build", "-c", "release", "--product", "ledger", "--scratch-path", ".build-release"],
+           cwd=ROOT, capture=False)
+    return ledger
+
+
+def serve_with_history(ledger, url, log_path, name, history_orders):
+    """A token for the load, `ledger serve` on a free port, then the orders h-1…h-<history_orders> written through it
+    for the history reads. Returns (service, port, token, run_tag); the caller stops the service."""
+    run_tag = str(int(time.time()) % 100000)
+    token = sh([ledger, "tokens", "create", "--name", f"{name}-{run_tag}", "--scopes", "events:write,events:read",
+                "--database-url", url]).stdout.strip().splitlines()[-1].strip()
+    port = free_port()
+    service = Service(ledger, url, port, log_path)
+    service.start()
+    log(f"writing {history_orders} orders through the service for the history reads")
+    if run_loadgen("preload", 16, 0, port, token, run_tag, history_orders)["failed"]:
+        service.stop()
+        raise SystemExit("preloading the history orders failed")
+    return service, port, token, run_tag
+
+
+def save_and_exit(results, path):
+    """Writes the run's JSON; exit status 1 if any phase had an unexpected answer."""
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2)
+    sys.exit(1 if results["failed"] else 0)
+
+
 def top_up(url, events, tag):
     """Adds copies of the service-written lifecycle of order h-1 under new order ids `<tag>-N` (their streams too)
     until the log holds at least `events` events, then VACUUM ANALYZE; returns the count. Copies keep h-1's hashes
@@ -279,11 +312,7 @@ def main():
     horders = args.history_orders or (2000 if args.quick else 5000)
     client_counts = [int(c) for c in args.clients.split(",") if c.strip()]
 
-    ledger = os.environ.get("LEDGER_BIN") or os.path.join(ROOT, ".build-release", "release", "ledger")
-    if not os.path.exists(ledger):
-        log("building the release binary (swift build -c release --product ledger --scratch-path .build-release)")
-        sh(["swift", "build", "-c", "release", "--product", "ledger", "--scratch-path", ".build-release"],
-           cwd=ROOT, capture=False)
+    ledger = release_ledger()
     os.makedirs(args.out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="run-", dir=args.out)
     os.chmod(workdir, 0o755)

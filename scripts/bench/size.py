@@ -10,15 +10,14 @@ bench-results/size.json. The large log needs ~1 KB of disk per event (about 9 GB
 """
 
 import argparse
-import json
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench import (ROOT, Cluster, Service, free_port, log, machine, psql, run_loadgen, sh,  # noqa: E402
-                   top_up)
+from bench import (ROOT, Cluster, log, machine, psql, release_ledger, run_loadgen, save_and_exit,  # noqa: E402
+                   serve_with_history, top_up)
 
 HISTORY_ORDERS = 5000
 
@@ -38,9 +37,7 @@ def main():
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     args = parser.parse_args()
-    ledger = os.environ.get("LEDGER_BIN") or os.path.join(ROOT, ".build-release", "release", "ledger")
-    if not os.path.exists(ledger):
-        raise SystemExit(f"no release binary at {ledger}: swift build -c release --product ledger --scratch-path .build-release")
+    ledger = release_ledger()
     os.makedirs(args.out, exist_ok=True)
     cluster = Cluster(ledger, os.environ.get("LEDGER_SIZE_DIR", "/var/tmp/ledger-size"))
     service = None
@@ -50,15 +47,8 @@ def main():
         log(f"starting the embedded cluster in {cluster.directory}")
         cluster.start()
         url = cluster.url
-        run_tag = str(int(time.time()) % 100000)
-        token = sh([ledger, "tokens", "create", "--name", f"size-{run_tag}", "--scopes", "events:write,events:read",
-                    "--database-url", url]).stdout.strip().splitlines()[-1].strip()
-        port = free_port()
-        service = Service(ledger, url, port, os.path.join(args.out, "size-serve.log"))
-        service.start()
-        log(f"writing {HISTORY_ORDERS} orders through the service for the history reads")
-        if run_loadgen("preload", 16, 0, port, token, run_tag, HISTORY_ORDERS)["failed"]:
-            raise SystemExit("preloading the history orders failed")
+        service, port, token, run_tag = serve_with_history(ledger, url, os.path.join(args.out, "size-serve.log"), "size",
+                                                           HISTORY_ORDERS)
         for target in (args.small, args.large):
             top_up(url, target, f"s{target}")
             run = {"size": sizes(url)}
@@ -81,10 +71,7 @@ def main():
         print(f"| {size['events']:,} | {size['events_mb']:,.0f} MB | {size['events_indexes_mb']:,.0f} MB "
               f"| {single['requests_per_s']:,.0f} | {single['p50_ms']:.2f} | {single['p99_ms']:.2f} "
               f"| {history['requests_per_s']:,.0f} | {history['p50_ms']:.2f} | {history['p99_ms']:.2f} |")
-    with open(os.path.join(args.out, "size.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    sys.exit(1 if results["failed"] else 0)
-
+    save_and_exit(results, os.path.join(args.out, "size.json"))
 
 if __name__ == "__main__":
     main()
