@@ -113,13 +113,14 @@ enum DigestSealing {
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)
-                if let checkpoint = try await digests.seal() {
+                if let checkpoint = try await digests.seal(whenAnotherIsSealing: .skip) {
                     logger.debug("sealed the ledger digest", metadata: ["pinned": "\(checkpoint.pinned)"])
                 }
             } catch is CancellationError {
                 return
             } catch {
-                logger.error("sealing the ledger digest failed: \(error)")
+                // Reflecting: PostgresNIO's plain description of a server error hides its SQLSTATE and message.
+                logger.error("sealing the ledger digest failed: \(String(reflecting: error))")
             }
         }
     }

@@ -91,6 +91,14 @@ def replica_state(port):
         return json.loads(response.read()).get("replicas")
 
 
+def served_by(port, token):
+    """Who answers a history read: `serve` names the replica (or `primary`) in `Ledger-Read-From`."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/orders/h-1/history",
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.headers.get("Ledger-Read-From")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=15, help="seconds per phase")
@@ -121,6 +129,7 @@ def main():
                    "replicas": replica_state(port)}
             results["failed"] |= data["failed"]
             results["runs"].append(run)
+        results["history_served_by"] = served_by(port, token)
     finally:
         if service:
             service.stop()
@@ -135,7 +144,9 @@ def main():
         print(f"| {run['kind']} | {run['requests_per_s']:,.0f} | {run['p99_ms']:.2f} | {run['samples']} "
               f"| {run['lag_ms_p50']:.1f} | {run['lag_ms_p99']:.1f} | {run['lag_ms_max']:.1f} "
               f"| {run['lag_bytes_p50']:,} | {run['lag_bytes_max']:,} | {state} |")
+    print(f"history reads served by: {results.get('history_served_by')}")
     save_and_exit(results, os.path.join(args.out, "replica-lag.json"))
+
 
 if __name__ == "__main__":
     main()

@@ -73,5 +73,6 @@ def main():
               f"| {history['requests_per_s']:,.0f} | {history['p50_ms']:.2f} | {history['p99_ms']:.2f} |")
     save_and_exit(results, os.path.join(args.out, "size.json"))
 
+
 if __name__ == "__main__":
     main()

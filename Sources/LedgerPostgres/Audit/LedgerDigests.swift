@@ -32,6 +32,12 @@ public struct SealRefused: Error, CustomStringConvertible {
     }
 }
 
+/// What `LedgerDigests.seal` does when another sealer holds the turn.
+public enum ConcurrentSealing: Sendable {
+    case wait
+    case skip
+}
+
 /// Reads and extends the digest checkpoints (`ledger_digests`).
 public struct LedgerDigests: Sendable {
     let client: PostgresClient
@@ -74,13 +80,27 @@ public struct LedgerDigests: Sendable {
     /// nothing is new). Each event's seal is checked first: a digest never vouches for a broken event, so sealing
     /// stops just before one, stores what it could and throws `SealRefused` naming it. Sealers take turns on an
     /// advisory lock, so `serve` and `ledger seal` can run at once.
+    ///
+    /// `whenAnotherIsSealing`: `.wait` for its turn (`ledger seal`), or `.skip` — return nil at once and leave this
+    /// round to the sealer at work (`serve`'s periodic sealing, on every node: a node waiting for the lock would
+    /// meet its sessions' `lock_timeout` whenever another node's seal is slowed by load, and gain nothing by
+    /// waiting, since the other sealer's checkpoint covers what this one would have sealed).
     @discardableResult
-    public func seal() async throws -> DigestCheckpoint? {
+    public func seal(whenAnotherIsSealing: ConcurrentSealing = .wait) async throws -> DigestCheckpoint? {
         try await client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            switch whenAnotherIsSealing {
+            case .wait:
+                try await connection.queryToEnd("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            case .skip:
+                var locked = false
+                for try await acquired in try await connection.query(
+                    "SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger
+                ).decode(Bool.self) { locked = acquired }
+                guard locked else { return nil }
+            }
             do {
                 let checkpoint = try await extend(on: connection)
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                try await connection.queryToEnd("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 return checkpoint
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)

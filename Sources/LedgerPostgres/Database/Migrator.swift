@@ -35,10 +35,10 @@ public struct Migrator: Sendable {
         try await client.withConnection { connection in
             if try await pending(on: connection).isEmpty { return [] }
             // One migrator at a time, across processes (two `serve`s starting together, parallel test suites).
-            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            try await connection.queryToEnd("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
                 let applied = try await apply(on: connection)
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                try await connection.queryToEnd("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 return applied
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)

@@ -11,7 +11,7 @@ public enum ServiceRole {
     /// Lets the role log in, with `password` (for TCP connections) or, when nil, without one (the embedded
     /// cluster's private socket trusts local users). Needs a role that may alter roles (CREATEROLE).
     public static func allowLogin(password: String?, client: PostgresClient, logger: Logger) async throws {
-        try await client.query("SELECT ledger_service_login(\(password))", logger: logger)
+        try await client.queryToEnd("SELECT ledger_service_login(\(password))", logger: logger)
     }
 
     /// True when the connected role could alter or drop events itself (a superuser, the tables' owner, or a role

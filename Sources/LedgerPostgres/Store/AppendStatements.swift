@@ -212,7 +212,7 @@ struct AppendStatements {
     /// Takes the order's append lock for the rest of the transaction: after losing a race, appends to one order
     /// queue here instead of racing again (64 writers on one order would otherwise mostly lose every round).
     func queue(for orderId: String, on connection: PostgresConnection) async throws {
-        try await connection.query(
+        try await connection.queryToEnd(
             "SELECT pg_advisory_xact_lock(\(Self.appendLockSpace), hashtext(\(orderId)))", logger: logger)
     }
 
