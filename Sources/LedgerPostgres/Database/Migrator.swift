@@ -95,7 +95,8 @@ public struct Migrator: Sendable {
         for migration in pending {
             try await connection.withTransaction(logger: logger) { connection in
                 for statement in SQLScript.statements(migration.sql) {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    // Read to the end: a `SELECT some_function()` in a script fails in its rows.
+                    try await connection.queryToEnd(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.query(
                     "INSERT INTO schema_migrations (name, checksum) VALUES (\(migration.name), \(migration.checksum))",
