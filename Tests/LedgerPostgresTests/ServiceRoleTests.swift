@@ -97,6 +97,19 @@ struct ServiceRoleTests {
         }
     }
 
+    /// Roles are the cluster's, not one database's: nodes starting together (or migrations of several databases)
+    /// alter `ledger_service` at the same moment, and PostgreSQL refuses all but one of them. Every call succeeds.
+    @Test func manyCallersLettingTheServiceRoleLogInAtOnceAllSucceed() async throws {
+        try await TestDatabase.withClient { owner in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<16 {
+                    group.addTask { try await ServiceRole.allowLogin(password: nil, client: owner, logger: .init(label: "test")) }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
     @Test func aLoginPasswordIsStoredAsGivenEvenWithQuotes() async throws {
         try await TestDatabase.withClient { owner in
             let password = "it's\"; DROP TABLE events; --"

@@ -10,8 +10,25 @@ public enum ServiceRole {
 
     /// Lets the role log in, with `password` (for TCP connections) or, when nil, without one (the embedded
     /// cluster's private socket trusts local users). Needs a role that may alter roles (CREATEROLE).
+    ///
+    /// Roles belong to the whole cluster, so callers in other databases (or other nodes starting at the same moment)
+    /// may alter the role at once; PostgreSQL then refuses all but one with "tuple concurrently updated", after the
+    /// other has finished. The refused call tries again, so the last caller's password is the one that stands.
     public static func allowLogin(password: String?, client: PostgresClient, logger: Logger) async throws {
-        try await client.queryToEnd("SELECT ledger_service_login(\(password))", logger: logger)
+        for attempt in 1... {
+            do {
+                return try await client.queryToEnd("SELECT ledger_service_login(\(password))", logger: logger)
+            } catch where attempt < 100 && isConcurrentRoleUpdate(error) {
+                logger.debug("ledger_service was altered by another caller at the same moment; trying again")
+            }
+        }
+    }
+
+    /// PostgreSQL's refusal of a catalog row updated by another transaction at the same time (SQLSTATE XX000,
+    /// which covers every internal error, so the message is what names this one).
+    static func isConcurrentRoleUpdate(_ error: any Error) -> Bool {
+        guard let server = (underlyingError(error) as? PSQLError)?.serverInfo else { return false }
+        return server[.sqlState] == "XX000" && server[.message] == "tuple concurrently updated"
     }
 
     /// True when the connected role could alter or drop events itself (a superuser, the tables' owner, or a role
