@@ -41,7 +41,8 @@ public enum LedgerApplication {
         .http1(configuration: .init(additionalChannelHandlers: [UnreadableRequestResponder()]))
     }
 
-    /// The application `serve` runs, with the PostgreSQL client as one of its services.
+    /// The HTTP application `serve` runs. Its database clients are not among its services: `serve` runs them in its
+    /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).
     public static func make(
         ledger: Ledger, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
         replicas: ReadReplicas? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -50,7 +51,6 @@ public enum LedgerApplication {
             router: router(ledger: ledger, tokens: TokenStore(client: ledger.client), providers: providers, replicas: replicas),
             server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
-            services: [ledger.client] + (replicas?.replicas.map(\.ledger.client) ?? []),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import ServiceLifecycle
 
 /// `ledger serve`: migrates, then serves the HTTP API until SIGTERM/SIGINT; then stops accepting, finishes
 /// in-flight requests, closes the pool and stops the embedded database if it started it.
@@ -63,18 +64,19 @@ struct ServeCommand: AsyncParsableCommand {
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
         }
-        let sealInterval = sealInterval
+        let clients = [client] + (replicas?.replicas.map(\.ledger.client) ?? [])
+        var loops: [BackgroundLoop] = []
+        if let replicas { loops.append(BackgroundLoop(name: "replica monitor") {
+                // The monitor only reads positions: stopping it mid-round loses nothing.
+                try? await cancelWhenGracefulShutdown { await replicas.run() }
+            }) }
+        if sealInterval > 0 {
+            let interval = Duration.seconds(sealInterval)
+            loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, client: client, logger: logger) })
+        }
+        let services = ServeServices.group(app: app, loops: loops, clients: clients, logger: logger)
         try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await app.runService() }
-                if let replicas { group.addTask { await replicas.run() } }
-                if sealInterval > 0 {
-                    group.addTask { await DigestSealing.run(every: .seconds(sealInterval), client: client, logger: logger) }
-                }
-                // The service ends on SIGTERM/SIGINT; the sealing loop ends with it.
-                try await group.next()
-                group.cancelAll()
-            }
+            try await services.run()
         }
     }
 }
@@ -106,22 +108,3 @@ extension ServeCommand {
     }
 }
 
-/// Checkpoints the ledger digest every `interval` while `serve` runs (see `LedgerDigests.seal`).
-enum DigestSealing {
-    static func run(every interval: Duration, client: PostgresClient, logger: Logger) async {
-        let digests = LedgerDigests(client: client, logger: logger)
-        while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: interval)
-                if let checkpoint = try await digests.seal(whenAnotherIsSealing: .skip) {
-                    logger.debug("sealed the ledger digest", metadata: ["pinned": "\(checkpoint.pinned)"])
-                }
-            } catch is CancellationError {
-                return
-            } catch {
-                // Reflecting: PostgresNIO's plain description of a server error hides its SQLSTATE and message.
-                logger.error("sealing the ledger digest failed: \(String(reflecting: error))")
-            }
-        }
-    }
-}

@@ -32,14 +32,25 @@ public struct Database: Sendable {
     /// single-event append from 1.6 to 1.1 ms (BENCHMARKS.md). It applies to every statement of these sessions;
     /// the hot ones look rows up by key, where the generic plan is the custom one.
     ///
+    /// A generic plan is made once per session, with the statistics and table sizes of that moment, and kept until
+    /// the table is next analysed. Made while `events` was small (a new database, the first minute of a burst), it
+    /// scanned the whole table on every append until autovacuum caught up: appends fell from ~790/s to ~350/s after
+    /// a burst of 13,000 events. So the sessions also plan with `enable_seqscan = off`: wherever an index serves, the
+    /// plan uses it whatever the statistics say, and every hot statement reads a bounded number of pages. A query no
+    /// index serves (a report over a whole table, the one-row token epoch) still scans it. JIT is off: a disabled scan
+    /// counts 10^10 in a plan's cost, far past `jit_above_cost`, and compiling a plan costs more than a key lookup.
+    ///
     /// And they name the schema this binary was built for (`NodeSchema`), so that `ledger migrate` sees older nodes.
     public func serviceConfiguration(limits: ServerLimits) -> PostgresClient.Configuration {
         var configuration = serviceConfiguration.limited(by: limits)
-        configuration.options.additionalStartupParameters.removeAll { ["plan_cache_mode", "application_name"].contains($0.0) }
-        configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_generic_plan"))
-        configuration.options.additionalStartupParameters.append(("application_name", NodeSchema.applicationName))
+        let parameters = Self.servicePlanning + [("application_name", NodeSchema.applicationName)]
+        configuration.options.additionalStartupParameters.removeAll { name, _ in parameters.contains { $0.0 == name } }
+        configuration.options.additionalStartupParameters.append(contentsOf: parameters)
         return configuration
     }
+
+    /// How the service's sessions plan their statements (above).
+    static let servicePlanning = [("plan_cache_mode", "force_generic_plan"), ("enable_seqscan", "off"), ("jit", "off")]
 
     /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
     /// started if it is not running.

@@ -1,0 +1,64 @@
+import Hummingbird
+import LedgerPostgres
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// What `serve` runs, and the order it stops them in on SIGTERM or SIGINT: first the HTTP server (no new
+/// connections; requests in flight finish), then the background loops (a seal under way completes), and last the
+/// database clients every one of them uses. A service group stops its services in the reverse of their order.
+///
+/// The order is the fix for a `serve` that never exited: the clients used to stop with the server, while the digest
+/// sealer, holding one pooled connection, waited for a second that the stopping pool never gave.
+/// A second signal cancels what is still running; so does a shutdown that takes longer than `shutdownLimit`.
+enum ServeServices {
+    static let shutdownLimit: Duration = .seconds(10)
+
+    static func group(
+        app: some Service, loops: [BackgroundLoop], clients: [PostgresClient], logger: Logger
+    ) -> ServiceGroup {
+        let services: [any Service] = clients + loops + [app]
+        var configuration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [.sigterm, .sigint],
+            logger: logger)
+        configuration.maximumGracefulShutdownDuration = shutdownLimit
+        return ServiceGroup(configuration: configuration)
+    }
+}
+
+/// A loop `serve` runs beside the server until shutdown: `body` returns when its task is cancelled, or sooner when it
+/// checks `Task.isShuttingDownGracefully` itself.
+struct BackgroundLoop: Service {
+    let name: String
+    let body: @Sendable () async -> Void
+
+    init(name: String, body: @escaping @Sendable () async -> Void) {
+        self.name = name
+        self.body = body
+    }
+
+    func run() async throws {
+        await body()
+    }
+}
+
+/// Checkpoints the ledger digest every `interval` while `serve` runs (see `LedgerDigests.seal`).
+enum DigestSealing {
+    static func run(every interval: Duration, client: PostgresClient, logger: Logger) async {
+        let digests = LedgerDigests(client: client, logger: logger)
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            do {
+                // Shutdown ends the wait, never a seal under way: the pool it uses stops only after this returns.
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                if let checkpoint = try await digests.seal(whenAnotherIsSealing: .skip) {
+                    logger.debug("sealed the ledger digest", metadata: ["pinned": "\(checkpoint.pinned)"])
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                // Reflecting: PostgresNIO's plain description of a server error hides its SQLSTATE and message.
+                logger.error("sealing the ledger digest failed: \(String(reflecting: error))")
+            }
+        }
+    }
+}
