@@ -74,9 +74,8 @@ struct ServeCommand: AsyncParsableCommand {
             let interval = Duration.seconds(sealInterval)
             loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, client: client, logger: logger) })
         }
-        let services = ServeServices.group(app: app, loops: loops, clients: clients, logger: logger)
         try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
-            try await services.run()
+            try await ServeServices.run(app: app, loops: loops, clients: clients, logger: logger)
         }
     }
 }

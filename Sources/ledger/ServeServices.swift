@@ -3,6 +3,7 @@ import LedgerPostgres
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import UnixSignals
 
 /// What `serve` runs, and the order it stops them in on SIGTERM or SIGINT: first the HTTP server (no new
 /// connections; requests in flight finish), then the background loops (a seal under way completes), and last the
@@ -10,19 +11,32 @@ import ServiceLifecycle
 ///
 /// The order is the fix for a `serve` that never exited: the clients used to stop with the server, while the digest
 /// sealer, holding one pooled connection, waited for a second that the stopping pool never gave.
-/// A second signal cancels what is still running; so does a shutdown that takes longer than `shutdownLimit`.
+/// A second signal cancels whatever still runs; so does a shutdown that takes longer than `shutdownLimit`.
 enum ServeServices {
     static let shutdownLimit: Duration = .seconds(10)
 
-    static func group(
-        app: some Service, loops: [BackgroundLoop], clients: [PostgresClient], logger: Logger
-    ) -> ServiceGroup {
-        let services: [any Service] = clients + loops + [app]
-        var configuration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [.sigterm, .sigint],
-            logger: logger)
+    static func run(app: some Service, loops: [BackgroundLoop], clients: [PostgresClient], logger: Logger) async throws {
+        var configuration = ServiceGroupConfiguration(services: clients + loops + [app], logger: logger)
         configuration.maximumGracefulShutdownDuration = shutdownLimit
-        return ServiceGroup(configuration: configuration)
+        let group = ServiceGroup(configuration: configuration)
+        // Signals are watched here, not by the group, which takes a signal either for shutdown or for cancellation.
+        let running = Task { try await group.run() }
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let watcher = Task {
+            var caught = 0
+            for await signal in signals {
+                caught += 1
+                if caught == 1 {
+                    logger.info("\(signal): stopping (a second signal stops at once)")
+                    await group.triggerGracefulShutdown()
+                } else {
+                    logger.warning("\(signal) again: cancelling what still runs")
+                    running.cancel()
+                }
+            }
+        }
+        defer { watcher.cancel() }
+        try await withTaskCancellationHandler { try await running.value } onCancel: { running.cancel() }
     }
 }
 
