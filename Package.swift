@@ -44,6 +44,7 @@ let package = Package(
                 .embedInCode("009_token_epoch.sql"),
                 .embedInCode("010_provider_messages.sql"),
                 .embedInCode("011_refusals_by_order.sql"),
+                .embedInCode("012_refused_provider_facts.sql"),
             ]
         ),
         .target(

@@ -13,5 +13,6 @@ public enum LedgerSchema {
         ("009_token_epoch.sql", String(decoding: PackageResources._09_token_epoch_sql, as: UTF8.self)),
         ("010_provider_messages.sql", String(decoding: PackageResources._10_provider_messages_sql, as: UTF8.self)),
         ("011_refusals_by_order.sql", String(decoding: PackageResources._11_refusals_by_order_sql, as: UTF8.self)),
+        ("012_refused_provider_facts.sql", String(decoding: PackageResources._12_refused_provider_facts_sql, as: UTF8.self)),
     ]
 }

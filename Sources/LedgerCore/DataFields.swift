@@ -115,12 +115,12 @@ struct DataFields {
 
     // MARK: Composites
 
-    /// `{"value": minor units ≥ 0, "currency": "USD"}`.
+    /// `{"value": minor units from 0 to `Money.maximumValue`, "currency": "USD"}`.
     func money(_ key: String) throws(EventValidationError) -> Money? {
         guard let value = value(key) else { return nil }
         let money = try DataFields(value, path: name(key), owner: "an amount", allowing: ["value", "currency"])
         let minorUnits = try money.required("value") { key throws(EventValidationError) in
-            try money.integer(key, in: 0...Int64.max, rule: "must be a whole number of minor units, 0 or more")
+            try money.integer(key, in: 0...Money.maximumValue, rule: "must be a whole number of minor units from 0 to \(Money.maximumValue)")
         }
         let currency = try money.required("currency", money.string)
         guard currency.utf8.count == 3, currency.utf8.allSatisfy({ (65...90).contains($0) }) else {

@@ -1,6 +1,13 @@
 import Foundation
 
 extension OrderEvent {
+    /// The event as the fold will read it back: its stored data, parsed by the same rules as a client's event.
+    /// Every event passes this before it is written, whoever brings it (a client, a provider's message, a follow-up
+    /// the ledger derives): a value the rules refuse must never reach the log, where no one could read it back.
+    public func validatedForStorage() throws(EventValidationError) {
+        _ = try OrderEvent(type: type.rawValue, data: data)
+    }
+
     /// The event's data as stored: defaults filled in, absent optionals left out, the receipt replaced by its
     /// SHA-256, UUIDs lower-case, times in UTC. `OrderEvent(type: type.rawValue, data: data)` gives this event back.
     public var data: JSONValue {
@@ -76,7 +83,7 @@ extension OrderEvent {
 }
 
 extension JSONValue {
-    fileprivate static func money(_ money: Money) -> JSONValue {
+    static func money(_ money: Money) -> JSONValue {
         .object(["value": .int(money.value), "currency": .string(money.currency)])
     }
 

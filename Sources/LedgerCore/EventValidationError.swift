@@ -12,6 +12,14 @@ public enum EventValidationError: Error, Sendable, Hashable {
         }
     }
 
+    /// The field the error names (`type` for an unknown type).
+    public var field: String {
+        switch self {
+        case .unknownEventType: "type"
+        case .invalidField(let field, _): field
+        }
+    }
+
     /// A sentence naming the field, e.g. "data.amount.currency must be 3 upper-case letters (ISO 4217)".
     public var message: String {
         switch self {

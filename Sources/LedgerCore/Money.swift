@@ -10,6 +10,11 @@ public struct Money: Sendable, Hashable, Codable {
         self.value = value
         self.currency = currency
     }
+
+    /// The largest amount one event may name: 10^12 minor units (10 billion USD, 1 trillion JPY). Bounded so that
+    /// sums stay exact: a day's revenue in one currency reaches Int64's limit only past 9 million such orders, where
+    /// an unbounded amount let one event make every report of its day unanswerable for good.
+    public static let maximumValue: Int64 = 1_000_000_000_000
 }
 
 /// Who took the money: the payment provider whose transaction ids the ledger records.

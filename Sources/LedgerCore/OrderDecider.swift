@@ -65,7 +65,7 @@ public enum OrderDecider {
         // order.refunded — of the order's own transaction, after verification.
         case (.granted, .refunded(let refund), _), (.finished, .refunded(let refund), _),
              (.verified, .refunded(let refund), _):
-            return sameTransaction(order, refund.transactionId)
+            return sameTransaction(order, refund.transactionId) ?? withinPayment(order, refund)
 
         // order.refund_reversed — the provider took its refund back.
         case (.refunded, .refundReversed(let reversal), _):
@@ -116,6 +116,16 @@ public enum OrderDecider {
         }
         if verified.environment != order.environment {
             return .environmentMismatch(expected: order.environment, actual: verified.environment)
+        }
+        return nil
+    }
+
+    /// A refund is at most what was paid, in the order's currency (absent: the whole amount). One refund stands at a
+    /// time (a second needs a reversal first), so no sum of refunds can pass the amount either.
+    private static func withinPayment(_ order: Order, _ refund: OrderRefunded) -> Refusal? {
+        guard let amount = refund.amount else { return nil }
+        guard amount.currency == order.amount.currency, amount.value <= order.amount.value else {
+            return .refundExceedsPayment(paid: order.amount, refund: amount)
         }
         return nil
     }

@@ -10,6 +10,8 @@ public enum Refusal: Error, Sendable, Hashable {
     case environmentMismatch(expected: PurchaseEnvironment, actual: PurchaseEnvironment)
     case accountMismatch(expected: String, actual: String)
     case alreadyGranted(transactionId: String, orderId: String)
+    /// A refund of more than the order's amount, or in another currency.
+    case refundExceedsPayment(paid: Money, refund: Money)
 
     public var code: String {
         switch self {
@@ -21,6 +23,7 @@ public enum Refusal: Error, Sendable, Hashable {
         case .environmentMismatch: "environment_mismatch"
         case .accountMismatch: "account_mismatch"
         case .alreadyGranted: "already_granted"
+        case .refundExceedsPayment: "amount_mismatch"
         }
     }
 
@@ -48,6 +51,9 @@ public enum Refusal: Error, Sendable, Hashable {
             "the grant is for account \(actual), but the order belongs to account \(expected)"
         case .alreadyGranted(let transactionId, let orderId):
             "transaction \(transactionId) was already granted by order \(orderId)"
+        case .refundExceedsPayment(let paid, let refund):
+            "a refund of \(refund.value) \(refund.currency) minor units is not within the \(paid.value) \(paid.currency) paid: "
+                + "a refund is at most the order's amount, in its currency"
         }
     }
 
@@ -70,6 +76,8 @@ public enum Refusal: Error, Sendable, Hashable {
             ["expected": .string(expected), "actual": .string(actual)]
         case .environmentMismatch(let expected, let actual):
             ["expected": .string(expected.rawValue), "actual": .string(actual.rawValue)]
+        case .refundExceedsPayment(let paid, let refund):
+            ["paid": .money(paid), "refund": .money(refund)]
         }
     }
 }

@@ -17,6 +17,8 @@ extension APIError {
             self.init(.conflict, refusal.code, refusal.message, details: refusal.details)
         case let error as LedgerError:
             self.init(ledgerError: error)
+        case let error as UnkeepableProviderMessage:
+            self = .invalidRequest(field: error.field, "the provider's message cannot be kept: \(error.message)")
         case let error as EventStoreError:
             self.init(storeError: error)
         case let error as HTTPError:

@@ -56,7 +56,7 @@ struct ProviderRoutes {
             _ = try await ledger.recordProviderMessage(notification.message(receivedAt: Date()), requestId: context.requestId)
             return Self.text(.ok, "success")
         } catch {
-            return Self.text(APIError(from: error).status, "failure")
+            return Self.text(Self.answer(to: error, from: .alipay, context: context).status, "failure")
         }
     }
 
@@ -84,9 +84,25 @@ struct ProviderRoutes {
                 notification.message(headers: headers, receivedAt: Date()), requestId: context.requestId)
             return Response(status: .noContent)
         } catch {
-            let answer = APIError(from: error)
+            let answer = Self.answer(to: error, from: .wechatPay, context: context)
             return JSONResponse.make(status: answer.status, body: ["code": "FAIL", "message": .string(answer.message)])
         }
+    }
+
+    /// The answer to a message that was not recorded, logged here: these endpoints answer in the provider's own
+    /// format, so the error middleware (which logs the rest) never sees their errors. A failure of ours (5xx) is an
+    /// error; a refusal (4xx) a warning, unless verification already logged it as a security event.
+    static func answer(to error: any Error, from provider: Provider, context: Context) -> APIError {
+        let answer = APIError(from: error)
+        let metadata: Logger.Metadata = [
+            "provider": "\(provider.rawValue)", "code": "\(answer.code)", "requestId": "\(context.requestId)",
+        ]
+        if answer.status.code >= 500 {
+            context.logger.error("provider message not recorded: \(String(reflecting: error))", metadata: metadata)
+        } else if answer.code != "provider_message_refused" {
+            context.logger.warning("provider message refused: \(answer.message)", metadata: metadata)
+        }
+        return answer
     }
 
     static func notConfigured(_ provider: Provider) -> APIError {
@@ -123,6 +139,11 @@ extension ProviderMessageOutcome {
             return .object(["outcome": "duplicate", "orderId": orderId.map(JSONValue.string) ?? .null])
         case .unmatched:
             return ["outcome": "unmatched"]
+        case .refused(let orderId, let field, let reason):
+            return .object([
+                "outcome": "refused", "orderId": orderId.map(JSONValue.string) ?? .null, "field": .string(field),
+                "reason": .string(reason),
+            ])
         }
     }
 }

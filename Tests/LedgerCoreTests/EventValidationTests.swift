@@ -96,11 +96,11 @@ struct EventValidationTests {
         #expect(refusal(.orderCreated, PostedData.minimal(.orderCreated, ["quantity": 1000])) == nil)
     }
 
-    @Test(arguments: [JSONValue.int(-1), 1.5, 1e19, "499"])
-    func amountThatIsNotWholeNonNegativeMinorUnitsIsRefused(value: JSONValue) {
+    @Test(arguments: [JSONValue.int(-1), 1.5, 1e19, "499", .int(Money.maximumValue + 1)])
+    func amountThatIsNotWholeNonNegativeMinorUnitsWithinTheBoundIsRefused(value: JSONValue) {
         let data = PostedData.minimal(.orderCreated, ["amount": ["value": value, "currency": "USD"]])
         #expect(refusal(.orderCreated, data) == .invalidField(
-            field: "data.amount.value", message: "data.amount.value must be a whole number of minor units, 0 or more"))
+            field: "data.amount.value", message: "data.amount.value must be a whole number of minor units from 0 to 1000000000000"))
     }
 
     @Test func freeOrderIsAccepted() {

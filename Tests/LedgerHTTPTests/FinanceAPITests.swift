@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -95,26 +96,50 @@ struct FinanceAPITests {
         }
     }
 
-    /// Amounts are up to Int64.max minor units each, so sums can pass it: a clear 400 naming the input, never a
-    /// trap (reconciliation summed in Swift) or a 500 (the report summed in PostgreSQL as bigint).
-    @Test func sumsPastInt64AreRefusedNotATrapOrA500() async throws {
+    /// One write token used to make a day's revenue unanswerable for good: a refund of Int64.max (or in another
+    /// currency) on two granted orders, and the day's sum passed what a report can hold. An amount is now at most
+    /// `Money.maximumValue` and a refund at most what was paid, in the order's currency; the report answers.
+    @Test func noEventCanMakeADaysRevenueUnanswerable() async throws {
         try await API.run { api in
-            var lifecycles: [Lifecycle] = []
+            var huge = Lifecycle()
+            huge.amount = Money(value: .max, currency: "USD")
+            let created = try await api.post("huge", huge.created, token: "writer")
+            #expect(created.status == .badRequest, "\(created.bodyText)")
+            #expect(created.json["error"]?["details"]?["field"] == "data.amount.value", "\(created.bodyText)")
             for n in 0..<2 {
-                var lifecycle = Lifecycle()
-                lifecycle.amount = Money(value: .max, currency: "USD")
+                let lifecycle = Lifecycle()
                 for event in lifecycle.happyPath {
-                    let answer = try await api.post("huge-\(n)", event, token: "writer")
-                    #expect(answer.status == .created, "\(answer.bodyText)")
+                    #expect(try await api.post("paid-\(n)", event, token: "writer").status == .created)
                 }
-                lifecycles.append(lifecycle)
+                for (amount, status) in [(Int64.max, HTTPResponse.Status.badRequest), (500, .conflict)] {
+                    let refund = Submission(eventId: UUID(), type: "order.refunded", data: [
+                        "transactionId": .string(lifecycle.transactionId), "amount": ["value": .int(amount), "currency": "USD"],
+                    ])
+                    #expect(try await api.post("paid-\(n)", refund, token: "writer").status == status, "a refund of \(amount)")
+                }
+                let euros = Submission(eventId: UUID(), type: "order.refunded", data: [
+                    "transactionId": .string(lifecycle.transactionId), "amount": ["value": 1, "currency": "EUR"],
+                ])
+                let answer = try await api.post("paid-\(n)", euros, token: "writer")
+                #expect(answer.status == .conflict)
+                #expect(answer.errorCode == "amount_mismatch", "\(answer.bodyText)")
             }
             let today = String(RFC3339.format(Date()).prefix(10))
             let revenue = try await api.get("/v1/reports/revenue?from=\(today)&to=\(today)&groupBy=currency", token: "finance")
-            #expect(revenue.status == .badRequest, "\(revenue.bodyText)")
-            #expect(revenue.json["error"]?["details"]?["field"] == "from", "\(revenue.bodyText)")
-            #expect(revenue.refusalMessage.contains("USD add up past 9223372036854775807"), "\(revenue.bodyText)")
+            #expect(revenue.status == .ok, "\(revenue.bodyText)")
+        }
+    }
 
+    /// A provider's file is not bounded by the event rules: its amounts may reach Int64.max, so sums can pass it: a
+    /// clear 400 naming the input, never a trap (reconciliation sums in Swift).
+    @Test func reconciliationSumsPastInt64AreRefusedNotATrapOrA500() async throws {
+        try await API.run { api in
+            var lifecycle = Lifecycle()
+            lifecycle.amount = Money(value: Money.maximumValue, currency: "USD")
+            for event in lifecycle.happyPath {
+                #expect(try await api.post("largest", event, token: "writer").status == .created)
+            }
+            let today = String(RFC3339.format(Date()).prefix(10))
             let max = Int64.max
             let csv = "transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
                 + "px-1,gems.100,\(max),USD,paid,\(today)T10:00:00Z\npx-2,gems.100,\(max),USD,paid,\(today)T10:00:00Z\n"
@@ -124,15 +149,15 @@ struct FinanceAPITests {
             #expect(reconciled.status == .badRequest, "\(reconciled.bodyText)")
             #expect(reconciled.json["error"]?["details"]?["field"] == "body", "\(reconciled.bodyText)")
             #expect(reconciled.refusalMessage.contains("USD add up past"), "\(reconciled.bodyText)")
-            // Amounts of Int64.max that fall in different results are separate sums, each exact.
+            // Amounts that fall in different results are separate sums, each exact.
             let one = "transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
-                + "\(lifecycles[0].transactionId),gems.100,\(max),USD,paid,\(today)T10:00:00Z\n"
+                + "px-1,gems.100,\(max),USD,paid,\(today)T10:00:00Z\n"
             let single = try await api.request(
                 .post, "/v1/reconciliations?provider=app_store&from=\(today)&to=\(today)", token: "finance", body: one,
                 contentType: "text/csv")
             #expect(single.status == .ok, "\(single.bodyText)")
-            #expect(single.json["summary"]?["matched"]?["amounts"]?["USD"] == .int(max), "\(single.bodyText)")
-            #expect(single.json["summary"]?["missing_at_provider"]?["amounts"]?["USD"] == .int(max), "\(single.bodyText)")
+            #expect(single.json["summary"]?["missing_in_ledger"]?["amounts"]?["USD"] == .int(max), "\(single.bodyText)")
+            #expect(single.json["summary"]?["missing_at_provider"]?["amounts"]?["USD"] == .int(Money.maximumValue), "\(single.bodyText)")
         }
     }
 

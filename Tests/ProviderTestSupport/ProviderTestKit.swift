@@ -168,6 +168,11 @@ public enum ProviderTestKit {
 
     public static let alipayAppId = "2021000000000001"
 
+    /// `alipayParameters` with the values of `changes` in place of the defaults (by parameter name).
+    public static func alipayParameters(_ changes: [String: String], totalAmount: String = "12.34") -> [(String, String)] {
+        alipayParameters(totalAmount: totalAmount).map { name, value in (name, changes[name] ?? value) }
+    }
+
     public static func alipayParameters(totalAmount: String = "12.34") -> [(String, String)] {
         [
             ("notify_time", "2026-05-01 12:00:05"), ("notify_type", "trade_status_sync"),
@@ -238,7 +243,8 @@ public enum ProviderTestKit {
 
     /// A notification body whose resource is AES-256-GCM encrypted under `apiV3Key`.
     public static func wechatBody(eventType: String = "TRANSACTION.SUCCESS", resource: [String: Any],
-                           apiV3Key: String = apiV3KeyText, tamperCiphertext: Bool = false) throws -> [UInt8] {
+                           apiV3Key: String = apiV3KeyText, tamperCiphertext: Bool = false,
+                           id: String = "EV-2018022511223320873") throws -> [UInt8] {
         let nonce = "fdasflkja484"
         let associatedData = "transaction"
         let sealed = try AES.GCM.seal(
@@ -247,7 +253,7 @@ public enum ProviderTestKit {
         var combined = [UInt8](sealed.ciphertext) + [UInt8](sealed.tag)
         if tamperCiphertext { combined[0] ^= 0x01 }
         let envelope: [String: Any] = [
-            "id": "EV-2018022511223320873", "create_time": "2026-05-01T12:00:05+08:00", "resource_type": "encrypt-resource",
+            "id": id, "create_time": "2026-05-01T12:00:05+08:00", "resource_type": "encrypt-resource",
             "event_type": eventType, "summary": "支付成功",
             "resource": [
                 "original_type": "transaction", "algorithm": "AEAD_AES_256_GCM",

@@ -20,12 +20,16 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     case paidNotGranted = "paid_not_granted"
     /// A provider refunded an order that had been granted: the goods were credited and the money went back.
     case refundedAtProvider = "refunded_at_provider"
-    /// A provider's payment names another amount (or currency) than the order's; the payment was not applied.
+    /// A provider's payment names another amount (or currency) than the order's, or its refund more than the order's
+    /// amount (or another currency); neither was applied.
     case amountMismatch = "amount_mismatch"
     /// A provider's verified message that matches no order: paid at the provider, no order here.
     case unknownProviderTransaction = "unknown_provider_transaction"
     /// Apple asks for consumption information about a refund request (answer within 12 hours).
     case consumptionRequest = "consumption_request"
+    /// A provider's verified message naming a value the event rules refuse (a malformed transaction id, a currency
+    /// not in ISO form, an amount past the bound): kept verbatim, not applied to any order.
+    case refusedProviderMessage = "refused_provider_message"
 
     /// How old a case must be before it is reported (`olderThan` overrides it).
     public var defaultThreshold: Duration {
@@ -34,7 +38,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         case .notFinished: .seconds(3600)
         case .stuckPayment: .seconds(86_400)
         case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant, .refundedAtProvider,
-             .amountMismatch, .unknownProviderTransaction, .consumptionRequest: .zero
+             .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage: .zero
         }
     }
 
@@ -79,19 +83,23 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 WHERE o.granted_at IS NULL AND p.paid_at < now() - make_interval(secs => $1)
                 """
         case .refundedAtProvider, .amountMismatch, .consumptionRequest:
-            let (effect, condition, detail) = switch self {
+            let (effects, condition, detail) = switch self {
             case .refundedAtProvider:
-                ("refund", "o.granted_at IS NOT NULL", "'refunded at ' || m.provider || ' after the grant of ' || o.granted_at")
+                (["refund"], "o.granted_at IS NOT NULL", "'refunded at ' || m.provider || ' after the grant of ' || o.granted_at")
             case .amountMismatch:
-                ("payment", "m.amount_value IS NOT NULL AND (m.amount_value, m.currency) IS DISTINCT FROM (o.amount_value, o.currency)",
-                 "m.provider || ' says ' || m.amount_value || ' ' || m.currency || ', the order ' || o.amount_value || ' ' || o.currency")
+                (["payment", "refund"], """
+                 m.amount_value IS NOT NULL AND CASE m.effect
+                     WHEN 'payment' THEN (m.amount_value, m.currency) IS DISTINCT FROM (o.amount_value, o.currency)
+                     ELSE m.currency IS DISTINCT FROM o.currency OR m.amount_value > o.amount_value END
+                 """,
+                 "m.provider || ' says ' || m.effect || ' ' || m.amount_value || ' ' || m.currency || ', the order ' || o.amount_value || ' ' || o.currency")
             default:
-                ("consumption_request", "true", "'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'")
+                (["consumption_request"], "true", "'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'")
             }
             return """
                 SELECT o.order_id, o.account_id, o.state, m.recorded_at, \(detail), m.provider || ':' || m.notification_id
                 FROM provider_messages m JOIN orders o USING (order_id)
-                WHERE m.effect = '\(effect)' AND \(condition) AND m.recorded_at < now() - make_interval(secs => $1)
+                WHERE m.effect IN (\(effects.map { "'\($0)'" }.joined(separator: ", "))) AND \(condition) AND m.recorded_at < now() - make_interval(secs => $1)
                 """
         case .unknownProviderTransaction:
             return """
@@ -99,7 +107,15 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                        provider || ' ' || notification_type || ' for transaction ' || coalesce(transaction_id, '')
                            || coalesce(' (order ' || named_order_id || ' is not in the ledger)', ': no order has its appAccountToken or transaction'),
                        provider || ':' || notification_id
-                FROM provider_messages WHERE order_id IS NULL AND recorded_at < now() - make_interval(secs => $1)
+                FROM provider_messages WHERE order_id IS NULL AND refused IS NULL AND recorded_at < now() - make_interval(secs => $1)
+                """
+        case .refusedProviderMessage:
+            return """
+                SELECT coalesce(m.named_order_id, ''), coalesce(o.account_id, ''), coalesce(o.state, 'unmatched'), m.recorded_at,
+                       m.provider || ' ' || m.notification_type || ' kept, not applied: ' || m.refused,
+                       m.provider || ':' || m.notification_id
+                FROM provider_messages m LEFT JOIN orders o ON o.order_id = m.named_order_id
+                WHERE m.refused IS NOT NULL AND m.recorded_at < now() - make_interval(secs => $1)
                 """
         }
     }

@@ -11,6 +11,16 @@ public enum ProviderMessageOutcome: Sendable, Hashable {
     case duplicate(orderId: String?)
     /// No order matches: kept in `provider_messages` as `unknown_provider_transaction`.
     case unmatched
+    /// The provider signed a value the event rules refuse (`field`, `reason`): the message is kept verbatim in
+    /// `provider_messages` and listed for finance (`refused_provider_message`); nothing is recorded on the order.
+    case refused(orderId: String?, field: String, reason: String)
+}
+
+/// A verified message the ledger cannot even keep: its id (or its evidence) is not one a message can be stored under.
+/// Refused, and answered as a bad request in the provider's format; nothing is written.
+public struct UnkeepableProviderMessage: Error, Sendable, Hashable {
+    public let field: String
+    public let message: String
 }
 
 extension Ledger {
@@ -25,11 +35,25 @@ extension Ledger {
     /// Records a provider's verified message: on the order it matches (by the order id it names, a transaction
     /// bound to an order, then the `appAccountToken`), followed by what it leads to (`ProviderFollowUp`), all in one
     /// append; or, matching no order, in `provider_messages` alone. Idempotent by the provider's message id.
+    ///
+    /// The fact passes the event rules first, as every event does: a value the rules refuse (signed by the provider,
+    /// so the message is genuine) would be an event its order's history could never read back. Such a message is kept
+    /// as it came, listed for finance, and not applied (`refused`).
     public func recordProviderMessage(_ message: ProviderMessage, requestId: String? = nil) async throws -> ProviderMessageOutcome {
         let fact = message.fact
+        let refusal = try Self.refusal(of: fact)
         if let seen = try await recordedProviderMessage(fact) { return .duplicate(orderId: seen) }
-        guard let orderId = try await orderMatching(message.match) else {
-            try await keepUnmatched(message)
+        let matched = try await orderMatching(message.match)
+        if let refusal {
+            let orderId = matched ?? message.match.orderId
+            try await keep(message, namedOrderId: orderId, refused: refusal.message)
+            store.logger.warning("provider message kept, not applied: \(refusal.message)", metadata: [
+                "provider": "\(fact.provider.rawValue)", "notificationId": "\(fact.notificationId)", "field": "\(refusal.field)",
+            ])
+            return .refused(orderId: orderId, field: refusal.field, reason: refusal.message)
+        }
+        guard let orderId = matched else {
+            try await keep(message, namedOrderId: message.match.orderId, refused: nil)
             return .unmatched
         }
         let metadata = EventMetadata(actor: "provider:\(fact.provider.rawValue)", requestId: requestId)
@@ -107,15 +131,33 @@ extension Ledger {
         }
     }
 
-    private func keepUnmatched(_ message: ProviderMessage) async throws {
+    /// Why the event rules refuse `fact`, if they do; throws when the message cannot even be kept (its id is the key
+    /// of `provider_messages`, and PostgreSQL stores no NUL character).
+    static func refusal(of fact: ProviderNotified) throws -> EventValidationError? {
+        let event = OrderEvent.providerNotified(fact)
+        do throws(EventValidationError) {
+            try event.validatedForStorage()
+            return nil
+        } catch {
+            let keys = ["data.provider", "data.notificationId"]
+            if keys.contains(error.field) || error.field.hasPrefix("data.evidence") || event.data.canonicalJSON.contains("\\u0000") {
+                throw UnkeepableProviderMessage(field: error.field, message: error.message)
+            }
+            return error
+        }
+    }
+
+    /// Keeps a message no order's stream holds: one that matches no order, or whose fact the rules refuse.
+    private func keep(_ message: ProviderMessage, namedOrderId: String?, refused: String?) async throws {
         let fact = message.fact
         _ = try await client.query(
             """
             INSERT INTO provider_messages (provider, notification_id, order_id, named_order_id, effect, notification_type,
-                                           transaction_id, amount_value, currency, signed_at, recorded_at, unmatched_data)
-            VALUES (\(fact.provider.rawValue), \(fact.notificationId), NULL, \(message.match.orderId), \(fact.effect.rawValue),
+                                           transaction_id, amount_value, currency, signed_at, recorded_at, unmatched_data,
+                                           refused)
+            VALUES (\(fact.provider.rawValue), \(fact.notificationId), NULL, \(namedOrderId), \(fact.effect.rawValue),
                     \(fact.notificationType), \(fact.transactionId), \(fact.amount?.value), \(fact.amount?.currency),
-                    \(Timestamp(fact.signedAt)), now(), \(OrderEvent.providerNotified(fact).data.canonicalJSON)::jsonb)
+                    \(Timestamp(fact.signedAt)), now(), \(OrderEvent.providerNotified(fact).data.canonicalJSON)::jsonb, \(refused))
             ON CONFLICT (provider, notification_id) DO NOTHING
             """, logger: store.logger
         ) { _ in }

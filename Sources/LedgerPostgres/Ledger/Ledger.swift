@@ -51,6 +51,13 @@ public struct Ledger: Sendable {
         orderId: String, events identified: [IdentifiedEvent], expectedVersion: ExpectedVersion, metadata: EventMetadata
     ) async throws -> Recorded {
         let events = identified.map(\.event)
+        // The last gate before the log, for the events no client parsed (a provider's fact, a follow-up).
+        for (index, event) in events.enumerated() {
+            do throws(EventValidationError) { try event.validatedForStorage() } catch {
+                let prefix = events.count == 1 ? "" : "events[\(index)]."
+                throw LedgerError.invalidEvent(field: prefix + error.field, message: prefix + error.message)
+            }
+        }
         let newEvents = identified.map { event in
             NewEvent(
                 eventId: event.eventId, type: event.event.type.rawValue, data: event.event.data, metadata: metadata.json,
