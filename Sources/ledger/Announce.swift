@@ -1,7 +1,8 @@
 import Foundation
 
-/// Writes a line to standard output at once. `print` is block-buffered when output is a pipe or a file, so a
-/// long-running `serve` would hold its token and address back until it exits.
+/// Writes a line to standard output at once: a long-running `serve` must not hold its token and address back in the
+/// buffer until it exits. A reader that went away is no reason to stop serving: the line is dropped.
 func announce(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    try? StandardOutput.line(line)
+    try? StandardOutput.flush()
 }

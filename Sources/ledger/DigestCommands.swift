@@ -12,7 +12,7 @@ struct SealCommand: AsyncParsableCommand {
 
     func run() async throws {
         let checkpoint = try await database.withMigratedClient { client in try await LedgerDigests(client: client).sealNow() }
-        print(checkpoint.map(\.pinned) ?? "the ledger has no events to seal")
+        try StandardOutput.line(checkpoint.map(\.pinned) ?? "the ledger has no events to seal")
     }
 }
 
@@ -31,7 +31,7 @@ struct DigestCommand: AsyncParsableCommand {
             try await LedgerDigests(client: client).sealIfPermitted()
         }
         if !sealed {
-            FileHandle.standardError.write(Data("""
+            try? FileHandle.standardError.write(contentsOf: Data("""
                 this role may not seal the ledger: the latest stored checkpoint follows, which may not cover the newest \
                 events. Run `ledger seal` as the database's owner or as ledger_service (serve seals every --seal-interval seconds).
 
@@ -40,6 +40,6 @@ struct DigestCommand: AsyncParsableCommand {
         guard let checkpoint else {
             throw CommandFailure("no digest yet: the ledger has no events, or this role may not seal it (run `ledger seal` as its owner)")
         }
-        print(json ? checkpoint.json.canonicalJSON : checkpoint.pinned)
+        try StandardOutput.line(json ? checkpoint.json.canonicalJSON : checkpoint.pinned)
     }
 }

@@ -25,8 +25,7 @@ struct ExportCommand: AsyncParsableCommand {
         }
         let export = EventExport(format: format, from: try bound("from", from), to: try bound("to", to), orderId: orderId)
         try await database.withMigratedClient { client in
-            let output = FileHandle.standardOutput
-            try await export.run(AuditLog(client: client)) { line in output.write(Data((line + "\n").utf8)) }
+            try await export.run(AuditLog(client: client)) { line in try StandardOutput.line(line) }
         }
     }
 }

@@ -10,13 +10,13 @@ struct FinanceOutput: ParsableArguments {
     @Flag(help: "Print CSV.") var csv = false
     @Flag(help: "Print the same JSON as the API.") var json = false
 
-    func print(header: [String], rows: [[String]], json value: @autoclosure () -> JSONValue) {
+    func show(header: [String], rows: [[String]], json value: @autoclosure () -> JSONValue) throws {
         if json {
-            Swift.print(value().canonicalJSON)
+            try StandardOutput.line(value().canonicalJSON)
         } else if csv {
-            Swift.print(([header] + rows).map(CSVWriter.record).joined(separator: "\n"))
+            try StandardOutput.line(([header] + rows).map(CSVWriter.record).joined(separator: "\n"))
         } else {
-            Swift.print(Table(header, rows).rendered)
+            try StandardOutput.line(Table(header, rows).rendered)
         }
     }
 }
@@ -56,7 +56,7 @@ struct RevenueCommand: AsyncParsableCommand {
             try await RevenueReport(client: client).rows(from: from, to: to, groupBy: dimensions, timeZone: timezone)
         }
         let shown = dimensions.filter { $0 != .currency }
-        output.print(
+        try output.show(
             header: shown.map { $0.rawValue.uppercased() } + ["CURRENCY", "GRANTED", "GRANTED AMOUNT", "REFUNDED", "REFUNDED AMOUNT", "NET"],
             rows: rows.map { row in
                 shown.map { row.group[$0] ?? "" } + [row.currency, String(row.grantedCount), String(row.grantedAmount),
@@ -94,15 +94,15 @@ struct ReconcileCommand: AsyncParsableCommand {
         do {
             summary = try await database.withMigratedClient { client in
                 try await Reconciliation(client: client).run(
-                    provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.print)
+                    provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.show)
             }
         } catch let error as ProviderFileError {
             // Nothing was printed yet (the whole file is read before the first row). Exit 2, not 1: a cron job can
             // tell "the file is unreadable" from "the ledger and the provider differ".
-            FileHandle.standardError.write(Data("Error: \(file): \(error)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("Error: \(file): \(error)\n".utf8))
             throw ExitCode(2)
         }
-        printer.finish(summary)
+        try printer.finish(summary)
         if !summary.allMatched { throw ExitCode(1) }
     }
 }
@@ -119,44 +119,44 @@ final class RowPrinter: Sendable {
         self.all = all
     }
 
-    func print(_ row: ReconciliationRow) async throws {
+    func show(_ row: ReconciliationRow) async throws {
         guard all || row.result != .matched else { return }
         if output.json {
-            Swift.print(row.json.canonicalJSON)
+            try StandardOutput.line(row.json.canonicalJSON)
             return
         }
         if output.csv {
-            printHeaderOnce()
-            Swift.print(CSVWriter.record(row.csvFields))
+            try printHeaderOnce()
+            try StandardOutput.line(CSVWriter.record(row.csvFields))
             return
         }
         let ledger = row.ledger.map { "\($0.state.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
         let provider = row.provider.map { "\($0.status.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
         let cells = [row.line.map(String.init) ?? "", row.result.rawValue, row.transactionId ?? "", row.ledger?.orderId ?? "",
                      ledger, provider, row.problem ?? ""]
-        Swift.print(cells.joined(separator: "\t"))
+        try StandardOutput.line(cells.joined(separator: "\t"))
     }
 
     /// The CSV header, before the first row or, when no row is printed, at the end: the file is never headerless.
-    private func printHeaderOnce() {
+    private func printHeaderOnce() throws {
         guard output.csv, headerPrinted.withLock({ printed in
             defer { printed = true }
             return !printed
         }) else { return }
-        Swift.print(CSVWriter.record(ReconciliationRow.csvHeader))
+        try StandardOutput.line(CSVWriter.record(ReconciliationRow.csvHeader))
     }
 
-    func finish(_ summary: ReconciliationSummary) {
-        printHeaderOnce()
+    func finish(_ summary: ReconciliationSummary) throws {
+        try printHeaderOnce()
         if output.json {
-            Swift.print(JSONValue.object(["summary": summary.json]).canonicalJSON)
+            try StandardOutput.line(JSONValue.object(["summary": summary.json]).canonicalJSON)
             return
         }
         let rows = ReconciliationResult.allCases.map { result in
             [result.rawValue, String(summary.counts[result] ?? 0),
              (summary.amounts[result] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: "; ")]
         }
-        FileHandle.standardError.write(Data((Table(["RESULT", "COUNT", "AMOUNTS"], rows).rendered + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((Table(["RESULT", "COUNT", "AMOUNTS"], rows).rendered + "\n").utf8))
     }
 }
 
@@ -197,19 +197,19 @@ struct AnomaliesCommand: AsyncParsableCommand {
         try await database.withMigratedClient { client in
             let finder = AnomalyFinder(client: client)
             let now = Date()
-            let listing = PagedListing(
+            let listing = try PagedListing(
                 header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE", "DETAIL"],
                 format: output.json ? .json : output.csv ? .csv : .table, jsonPrefix: "{\"anomalies\":[")
             var cursor: AnomalyCursor?
             repeat {
                 let page = try await finder.page(kinds: kinds, olderThan: threshold, limit: pageSize, after: cursor)
-                listing.add(
+                try listing.add(
                     rows: page.anomalies.map { [$0.kind.rawValue, $0.orderId, $0.accountId, $0.state, RFC3339.format($0.since),
                                                 "\(Int(now.timeIntervalSince($0.since)))s", $0.detail] },
                     json: page.anomalies.map { $0.json(now: now) })
                 cursor = page.nextCursor
             } while cursor != nil
-            listing.finish(jsonSuffix: "]}")
+            try listing.finish(jsonSuffix: "]}")
         }
     }
 }

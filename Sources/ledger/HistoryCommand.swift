@@ -34,16 +34,16 @@ struct HistoryCommand: AsyncParsableCommand {
             guard var page = try await ledger.history(orderId, asOf: asOf, after: 0, limit: pageSize) else {
                 throw CommandFailure("the ledger has never seen order \(orderId)")
             }
-            let printer = HistoryPrinter(orderId: orderId, asOf: asOf, json: json)
-            guard printer.begin(page) else { return }
+            let printer = try HistoryPrinter(orderId: orderId, asOf: asOf, json: json)
+            guard try printer.begin(page) else { return }
             while true {
-                printer.add(page)
+                try printer.add(page)
                 guard let next = page.next,
                       let following = try await ledger.history(orderId, asOf: asOf, after: next, limit: pageSize)
                 else { break }
                 page = following
             }
-            printer.finish(order: page.order)
+            try printer.finish(order: page.order)
         }
     }
 }
@@ -55,39 +55,39 @@ final class HistoryPrinter {
     let asOf: Date?
     let listing: PagedListing
 
-    init(orderId: String, asOf: Date?, json: Bool) {
+    init(orderId: String, asOf: Date?, json: Bool) throws {
         self.orderId = orderId
         self.asOf = asOf
         let asOfJSON = asOf.map { JSONValue.string(RFC3339.format($0)) } ?? .null
         let prefix = "{\"asOf\":\(asOfJSON.canonicalJSON),\"events\":["
-        listing = PagedListing(header: HistoryTable.header, format: json ? .json : .table, jsonPrefix: prefix)
+        listing = try PagedListing(header: HistoryTable.header, format: json ? .json : .table, jsonPrefix: prefix)
     }
 
     /// The heading; false when the order had no events yet (as of then), which is all there is to print.
-    func begin(_ first: HistoryPage) -> Bool {
+    func begin(_ first: HistoryPage) throws -> Bool {
         guard listing.format == .table else { return true }
         let asOf = self.asOf.map { " as of \(RFC3339.format($0))" } ?? ""
         guard first.order != nil else {
-            print("order \(orderId)\(asOf): no events yet\n")
+            try StandardOutput.line("order \(orderId)\(asOf): no events yet\n")
             return false
         }
-        print("order \(orderId)\(asOf)\n")
+        try StandardOutput.line("order \(orderId)\(asOf)\n")
         return true
     }
 
-    func add(_ page: HistoryPage) {
-        listing.add(rows: page.entries.map(HistoryTable.row), json: page.entries.map(\.json))
+    func add(_ page: HistoryPage) throws {
+        try listing.add(rows: page.entries.map(HistoryTable.row), json: page.entries.map(\.json))
     }
 
-    func finish(order: Order?) {
+    func finish(order: Order?) throws {
         guard listing.format == .table else {
             let orderJSON = (order?.json ?? .null).canonicalJSON
-            listing.finish(jsonSuffix: "],\"order\":\(orderJSON),\"orderId\":\(JSONValue.string(orderId).canonicalJSON)}")
+            try listing.finish(jsonSuffix: "],\"order\":\(orderJSON),\"orderId\":\(JSONValue.string(orderId).canonicalJSON)}")
             return
         }
-        listing.finish()
+        try listing.finish()
         guard let order else { return }
-        print("\n" + HistoryTable.resulting(order).rendered + "\n")
+        try StandardOutput.line("\n" + HistoryTable.resulting(order).rendered + "\n")
     }
 }
 

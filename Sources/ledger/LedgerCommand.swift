@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `ledger`: the order ledger's service and its replay, audit and finance tools.
 @main
@@ -12,4 +13,25 @@ struct LedgerCommand: AsyncParsableCommand {
             ExportCommand.self, ReportCommand.self, ReconcileCommand.self, AnomaliesCommand.self,
         ]
     )
+
+    /// Runs the command as `AsyncParsableCommand.main` does, with standard output flushed at the end, and a reader
+    /// that went away (`OutputClosed`) ending the command quietly.
+    static func main() async {
+        // A closed pipe is an error of the write (EPIPE), handled where it happens, not a signal that kills at once.
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+            try StandardOutput.flush()
+        } catch is OutputClosed {
+            Foundation.exit(StandardOutput.closedStatus)
+        } catch {
+            try? StandardOutput.flush()
+            Self.exit(withError: error)
+        }
+    }
 }

@@ -37,7 +37,7 @@ struct MigrateCommand: AsyncParsableCommand {
             }
             return applied
         }
-        print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
-        if password != nil { print("\(ServiceRole.name) may log in with LEDGER_SERVICE_PASSWORD") }
+        try StandardOutput.line(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
+        if password != nil { try StandardOutput.line("\(ServiceRole.name) may log in with LEDGER_SERVICE_PASSWORD") }
     }
 }

@@ -15,25 +15,25 @@ final class PagedListing {
     private var headerPrinted = false
     private var elementsPrinted = false
 
-    init(header: [String], format: Format, jsonPrefix: String = "") {
+    init(header: [String], format: Format, jsonPrefix: String = "") throws {
         self.header = header
         self.format = format
-        if format == .json { print(jsonPrefix, terminator: "") }
+        if format == .json { try StandardOutput.line(jsonPrefix, terminator: "") }
     }
 
     /// One page: its rows for a table or CSV, its elements for JSON.
-    func add(rows: @autoclosure () -> [[String]], json: @autoclosure () -> [JSONValue]) {
+    func add(rows: @autoclosure () -> [[String]], json: @autoclosure () -> [JSONValue]) throws {
         switch format {
         case .json:
             for element in json() {
-                print((elementsPrinted ? "," : "") + element.canonicalJSON, terminator: "")
+                try StandardOutput.line((elementsPrinted ? "," : "") + element.canonicalJSON, terminator: "")
                 elementsPrinted = true
             }
         case .csv:
             let rows = rows()
-            if !headerPrinted { print(CSVWriter.record(header)) }
+            if !headerPrinted { try StandardOutput.line(CSVWriter.record(header)) }
             headerPrinted = true
-            for row in rows { print(CSVWriter.record(row)) }
+            for row in rows { try StandardOutput.line(CSVWriter.record(row)) }
         case .table:
             let rows = rows()
             guard !rows.isEmpty || !headerPrinted else { return }
@@ -42,15 +42,15 @@ final class PagedListing {
                 rendered = String(rendered[rendered.index(after: endOfHeader)...])
             }
             headerPrinted = true
-            print(rendered)
+            try StandardOutput.line(rendered)
         }
     }
 
     /// Ends the listing: JSON's `suffix` and a newline; a table or CSV that had no page prints its header alone.
-    func finish(jsonSuffix: String = "") {
+    func finish(jsonSuffix: String = "") throws {
         switch format {
-        case .json: print(jsonSuffix)
-        case .csv, .table: if !headerPrinted { add(rows: [], json: []) }
+        case .json: try StandardOutput.line(jsonSuffix)
+        case .csv, .table: if !headerPrinted { try add(rows: [], json: []) }
         }
     }
 }

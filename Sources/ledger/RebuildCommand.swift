@@ -22,7 +22,7 @@ struct RebuildCommand: AsyncParsableCommand {
             return try await ProjectionRebuild(client: client).run(pageSize: pageSize) { meter.show($0) }
         }
         let seconds = result.elapsed.seconds
-        print(
+        try StandardOutput.line(
             "rebuilt \(result.orders) orders from \(result.events) events in \(String(format: "%.2f", seconds)) s "
                 + "(\(Int(Double(result.events) / max(seconds, 0.001))) events/s); "
                 + "\(result.caughtUp) caught up at the swap")
@@ -38,7 +38,7 @@ final class ProgressMeter: @unchecked Sendable {
         if case .catchingUp(let orders) = progress.phase {
             // Said always: from here until the swap commits, appends wait.
             let line = "catching up \(orders) orders appended to meanwhile; writers wait, readers go on, until the swap"
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
             return
         }
         let done = progress.events >= progress.totalEvents
@@ -48,7 +48,7 @@ final class ProgressMeter: @unchecked Sendable {
         let rate = Double(progress.events) / max(seconds, 0.001)
         let eta = rate > 0 ? Double(progress.totalEvents - progress.events) / rate : 0
         let line = "\(progress.events)/\(progress.totalEvents) events, \(Int(rate)) events/s, ETA \(Int(eta.rounded())) s"
-        FileHandle.standardError.write(Data((isTerminal ? "\r\u{1B}[K" + line + (done ? "\n" : "") : line + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((isTerminal ? "\r\u{1B}[K" + line + (done ? "\n" : "") : line + "\n").utf8))
     }
 }
 

@@ -23,7 +23,7 @@ struct TokensCommand: AsyncParsableCommand {
             let secret = try await database.withMigratedClient { client in
                 try await TokenStore(client: client).create(name: name, scopes: scopeList)
             }
-            print(secret)
+            try StandardOutput.line(secret)
         }
     }
 
@@ -33,7 +33,7 @@ struct TokensCommand: AsyncParsableCommand {
 
         func run() async throws {
             let tokens = try await database.withMigratedClient { client in try await TokenStore(client: client).list() }
-            print(Table(["NAME", "SCOPES", "CREATED", "REVOKED"], tokens.map { token in
+            try StandardOutput.line(Table(["NAME", "SCOPES", "CREATED", "REVOKED"], tokens.map { token in
                 [token.name, token.scopes.map(\.rawValue).joined(separator: ","),
                  RFC3339Text(token.createdAt), token.revokedAt.map(RFC3339Text) ?? "-"]
             }).rendered)
@@ -48,7 +48,7 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let name = name
             try await database.withMigratedClient { client in try await TokenStore(client: client).revoke(name: name) }
-            print("revoked \(name)")
+            try StandardOutput.line("revoked \(name)")
         }
     }
 }
