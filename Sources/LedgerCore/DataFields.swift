@@ -50,10 +50,11 @@ struct DataFields {
         return text
     }
 
-    /// A string of `length` characters; `printable` also refuses control characters.
+    /// A string of `length` characters, counted as Unicode scalars (not as what a font draws: "a" followed by 50,000
+    /// combining accents is one grapheme, and 50,001 characters here); `printable` also refuses control characters.
     func text(_ key: String, length: ClosedRange<Int>, printable: Bool = false) throws(EventValidationError) -> String? {
         guard let text = try string(key) else { return nil }
-        guard length.contains(text.count) else {
+        guard length.contains(text.unicodeScalars.count) else {
             throw refuse(key, "must be \(length.lowerBound) to \(length.upperBound) characters long")
         }
         if printable, text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {

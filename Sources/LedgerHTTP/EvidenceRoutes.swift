@@ -20,7 +20,7 @@ struct EvidenceRoutes {
     }
 
     @Sendable func chain(_ request: Request, context: Context) async throws -> Response {
-        let orderId = try context.parameters.require("orderId")
+        let orderId = try context.pathId("orderId")
         try QueryParameters(request).onlyAllowing([])
         return try await reads.serve(request) { ledger in
             let links = try await AuditLog(client: ledger.client).chain(ofOrder: orderId)
@@ -43,7 +43,7 @@ struct EvidenceRoutes {
     }
 
     @Sendable func refusals(_ request: Request, context: Context) async throws -> Response {
-        let orderId = try context.parameters.require("orderId")
+        let orderId = try context.pathId("orderId")
         try QueryParameters(request).onlyAllowing([])
         return try await reads.serve(request) { ledger in
             Self.refusalsAnswer(orderId, try await RefusalLog(client: ledger.client).refusals(ofOrder: orderId, limit: Self.maximumRefusals))

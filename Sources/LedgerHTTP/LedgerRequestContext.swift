@@ -1,4 +1,5 @@
 import Hummingbird
+import LedgerCore
 import LedgerPostgres
 import Synchronization
 
@@ -25,4 +26,14 @@ public struct LedgerRequestContext: RequestContext {
 /// Who the request's token turned out to be, once authentication has run.
 final class RequestIdentity: Sendable {
     let token = Mutex<AuthenticatedToken?>(nil)
+}
+
+extension LedgerRequestContext {
+    /// An id from the path (order, transaction), refused as a 400 naming it when it breaks the id rule: no route
+    /// looks up, or echoes in its 404, an id the ledger could never have stored (`..`, 80 KB of text).
+    func pathId(_ name: String) throws -> String {
+        let id = try parameters.require(name)
+        guard Identifier.isValid(id) else { throw APIError.invalidRequest(field: name, "\(name) " + Identifier.rule) }
+        return id
+    }
 }

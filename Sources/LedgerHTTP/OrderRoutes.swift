@@ -23,7 +23,7 @@ struct OrderRoutes {
     }
 
     @Sendable func postEvents(_ request: Request, context: Context) async throws -> Response {
-        let orderId = try context.parameters.require("orderId")
+        let orderId = try context.pathId("orderId")
         do {
             let posted = try PostedEvents(try await JSONResponse.readBody(request))
             let metadata = EventMetadata(
@@ -44,7 +44,7 @@ struct OrderRoutes {
     }
 
     @Sendable func order(_ request: Request, context: Context) async throws -> Response {
-        let orderId = try context.parameters.require("orderId")
+        let orderId = try context.pathId("orderId")
         return try await reads.serve(request) { ledger in
             guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
             return JSONResponse.make(status: .ok, body: order.json)
@@ -59,7 +59,7 @@ struct OrderRoutes {
     /// One page of the order's history: events after version `after` (0: from the first), `next` the `after` of
     /// the following page (null on the last). `asOf` applies to every page alike.
     @Sendable func history(_ request: Request, context: Context) async throws -> Response {
-        let orderId = try context.parameters.require("orderId")
+        let orderId = try context.pathId("orderId")
         let query = QueryParameters(request)
         try query.onlyAllowing(["asOf", "limit", "after"])
         let asOf = try query.time("asOf")

@@ -28,7 +28,7 @@ struct ReadRoutes {
     }
 
     @Sendable func transaction(_ request: Request, context: Context) async throws -> Response {
-        let transactionId = try context.parameters.require("transactionId")
+        let transactionId = try context.pathId("transactionId")
         guard let status = try await ledger.transaction(transactionId) else {
             throw APIError.notFound("transaction \(transactionId) has never been seen by the ledger")
         }

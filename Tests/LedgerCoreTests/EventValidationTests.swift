@@ -160,3 +160,24 @@ struct EventValidationTests {
         #expect(error?.message == "data.provider must be one of app_store, alipay, wechat_pay, other")
     }
 }
+
+/// Lengths count Unicode scalars, not graphemes: "a" and 50,000 combining accents (100,001 bytes) used to pass
+/// `code`'s 1–64 characters as one character.
+@Suite("Parsing events: lengths and ids")
+struct LengthAndIdRulesTests {
+    @Test func combiningMarksCountAsCharacters() {
+        let code = "a" + String(repeating: "\u{0301}", count: 50_000)
+        let data: JSONValue = ["code": .string(code), "retryable": true]
+        #expect(throws: EventValidationError.invalidField(field: "data.code", message: "data.code must be 1 to 64 characters long")) {
+            try OrderEvent(type: "verification.failed", data: data)
+        }
+        let accented: JSONValue = ["code": .string("e" + String(repeating: "\u{0301}", count: 63)), "retryable": true]
+        #expect(throws: Never.self) { try OrderEvent(type: "verification.failed", data: accented) }
+    }
+
+    @Test(arguments: [".", "..", "..."])
+    func dotsAloneAreNoId(id: String) {
+        #expect(!Identifier.isValid(id))
+        #expect(Identifier.isValid("a.b") && Identifier.isValid(".a"))
+    }
+}

@@ -224,10 +224,11 @@ struct BadInputCatalogTests {
                 ("/v1/orders?accountId=\(lifecycle.accountId)\(widened)", .ok),
                 ("/v1/orders?cursor=\(encoded)&accountId=nobody", .ok),
                 ("/v1/orders?cursor=\(widened)&accountId=nobody", .ok),
-                ("/v1/orders/\(encoded)", .notFound),
-                ("/v1/orders/\(encoded)/history", .notFound),
-                ("/v1/transactions/\(encoded)", .notFound),
-                ("/v1/transactions/\(widened)", .notFound),
+                // An id in the path that breaks the id rule is refused before any lookup (PathIdAPITests).
+                ("/v1/orders/\(encoded)", .badRequest),
+                ("/v1/orders/\(encoded)/history", .badRequest),
+                ("/v1/transactions/\(encoded)", .badRequest),
+                ("/v1/transactions/\(widened)", .badRequest),
                 ("/v1/reports/revenue?from=2026-11-01&to=2026-11-30&timezone=\(encoded)", .badRequest),
                 ("/v1/reports/revenue?from=2026-11-01&to=2026-11-30&timezone=UTC\(widened)", .badRequest),
             ]
