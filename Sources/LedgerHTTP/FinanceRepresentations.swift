@@ -29,12 +29,25 @@ extension ReconciliationRow {
                 .object(["orderId": .string(side.orderId), "state": .string(side.state.rawValue),
                          "productId": .string(side.productId), "amount": .money(side.amount)])
             } ?? .null,
-            "provider": provider.map { listed in
-                .object(["productId": .string(listed.productId), "amount": .money(listed.amount),
-                         "status": .string(listed.status.rawValue), "occurredAt": .time(listed.occurredAt)])
+            // A malformed line's side holds the values that could be read, and only those.
+            "provider": providerValues.map { listed in
+                var side: [String: JSONValue] = [:]
+                side["productId"] = listed.productId.map(JSONValue.string)
+                if let amount = listed.amount, let currency = listed.currency {
+                    side["amount"] = .money(Money(value: amount, currency: currency))
+                } else {
+                    side["amountMinor"] = listed.amount.map(JSONValue.int)
+                    side["currency"] = listed.currency.map(JSONValue.string)
+                }
+                side["status"] = listed.status.map { .string($0.rawValue) }
+                side["occurredAt"] = listed.occurredAt.map { JSONValue.time($0) }
+                return .object(side)
             } ?? .null,
         ]
-        if let problem { members["problem"] = .string(problem) }
+        if let malformed {
+            members["problem"] = .string(malformed.description)
+            members["field"] = .string(malformed.field)
+        }
         return .object(members)
     }
 }

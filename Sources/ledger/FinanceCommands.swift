@@ -131,7 +131,9 @@ final class RowPrinter: Sendable {
             return
         }
         let ledger = row.ledger.map { "\($0.state.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
-        let provider = row.provider.map { "\($0.status.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
+        let provider = row.providerValues.map { side in
+            [side.status?.rawValue, side.productId, side.amount.map(String.init), side.currency].compactMap { $0 }.joined(separator: " ")
+        } ?? ""
         let cells = [row.line.map(String.init) ?? "", row.result.rawValue, row.transactionId ?? "", row.ledger?.orderId ?? "",
                      ledger, provider, row.problem ?? ""]
         try StandardOutput.line(cells.joined(separator: "\t"))

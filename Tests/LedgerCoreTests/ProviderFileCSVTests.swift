@@ -33,6 +33,12 @@ struct ProviderFileCSVTests {
         guard case .failure(let problem)? = read.first?.transaction else { Issue.record("line 2 should be malformed"); return }
         #expect(problem.description.contains("product_id"))
         #expect(try read.last?.transaction.get().productId == "gems.100")
+        // Every other value of the malformed record is kept: finance finds the payment without opening the file.
+        guard case .malformed(let record) = problem else { Issue.record("\(problem)"); return }
+        #expect(record.field == "product_id")
+        #expect(record.values == ProviderRecordValues(
+            transactionId: "tx-1", productId: nil, amount: 499, currency: "USD", status: .paid,
+            occurredAt: RFC3339.parse("2026-11-02T10:00:00Z")))
     }
 
     @Test func anUnreadableFileIsRefusedNamingTheLine() throws {

@@ -49,6 +49,11 @@ struct ReconciliationAPITests {
                 Issue.record("the malformed row says why: \(answer.bodyText)")
             }
             #expect(listed.last?["transactionId"] == "px-3")
+            // The malformed row keeps what its record said, and names the field that did not parse.
+            #expect(listed.first?["transactionId"] == "px-2", "\(answer.bodyText)")
+            #expect(listed.first?["field"] == "product_id")
+            #expect(listed.first?["provider"]?["amount"] == ["value": 499, "currency": "USD"])
+            #expect(listed.first?["provider"]?["status"] == "paid")
             #expect(answer.json["truncated"] == .bool(false) && answer.json["rowsOmitted"] == .int(0))
 
             let streamed = try await reconcile(api, csv, accept: "text/csv")
@@ -58,6 +63,7 @@ struct ReconciliationAPITests {
             #expect(rows.map { $0["result"] } == ["matched", "malformed", "missing_in_ledger"], "every row, matched ones too")
             #expect(rows.map { $0["line"] } == ["2", "3", "5"])
             #expect(rows.first?["order_id"] == "order-1" && rows.first?["provider_amount_minor"] == "499")
+            #expect(rows[1]["transaction_id"] == "px-2" && rows[1]["provider_amount_minor"] == "499", "\(rows[1])")
         }
     }
 

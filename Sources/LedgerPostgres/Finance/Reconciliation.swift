@@ -12,8 +12,13 @@ public struct ReconciliationRow: Sendable, Hashable {
     public var transactionId: String?
     public var ledger: ReconciliationResult.LedgerSide?
     public var provider: ProviderTransaction?
+    /// A line that is not a transaction: the field that could not be read, why, and the values that could.
+    public var malformed: MalformedRecord?
+
     /// Why a malformed line could not be read.
-    public var problem: String?
+    public var problem: String? { malformed?.description }
+    /// What the provider's line says: the whole transaction, or as much of a malformed line as could be read.
+    public var providerValues: ProviderRecordValues? { provider?.values ?? malformed?.values }
 }
 
 /// Per result: how many rows, and their amounts per currency (the provider's amount where the file has one).
@@ -70,7 +75,8 @@ public struct Reconciliation: Sendable {
             try await connection.query(
                 """
                 CREATE TEMP TABLE provider_lines (line int PRIMARY KEY, transaction_id text, product_id text,
-                    amount_minor bigint, currency text, status text, occurred_at timestamptz, problem text)
+                    amount_minor bigint, currency text, status text, occurred_at timestamptz, problem text,
+                    problem_field text)
                 """, logger: logger)
             do {
                 try await load(chunks, on: connection)
@@ -103,23 +109,28 @@ public struct Reconciliation: Sendable {
         try await connection.query("ANALYZE provider_lines", logger: logger)
     }
 
+    /// Inserts a batch of lines: every value each line's record gave, with why it is not a transaction if it is not.
     private func insert(_ batch: [ProviderLine], on connection: PostgresConnection) async throws {
         guard !batch.isEmpty else { return }
-        let good = batch.map { read in (try? read.transaction.get()).map { (read.line, $0) } }
-        let lines = batch.map(\.line)
-        let text = { (value: (ProviderTransaction) -> String) in good.map { $0.map { value($0.1) } ?? "" } }
-        let problems = batch.map { read in
-            if case .failure(let error) = read.transaction { error.description } else { "" }
+        let read = batch.map { line -> (values: ProviderRecordValues, malformed: MalformedRecord?) in
+            switch line.transaction {
+            case .success(let transaction): (transaction.values, nil)
+            case .failure(.malformed(let record)): (record.values, record)
+            case .failure(let error): (ProviderRecordValues(), MalformedRecord(field: "record", reason: error.description, values: .init()))
+            }
         }
+        let text = { (value: (ProviderRecordValues) -> String?) in read.map { value($0.values) ?? "" } }
         try await connection.query(
             """
             INSERT INTO provider_lines
             SELECT n.line, NULLIF(n.transaction_id, ''), NULLIF(n.product_id, ''), NULLIF(n.amount, '')::bigint,
-                   NULLIF(n.currency, ''), NULLIF(n.status, ''), NULLIF(n.occurred_at, '')::timestamptz, NULLIF(n.problem, '')
-            FROM unnest(\(lines)::int[], \(text(\.transactionId))::text[], \(text(\.productId))::text[],
-                        \(text { String($0.amount.value) })::text[], \(text(\.amount.currency))::text[],
-                        \(text(\.status.rawValue))::text[], \(text { RFC3339.format($0.occurredAt) })::text[], \(problems)::text[])
-                 AS n(line, transaction_id, product_id, amount, currency, status, occurred_at, problem)
+                   NULLIF(n.currency, ''), NULLIF(n.status, ''), NULLIF(n.occurred_at, '')::timestamptz,
+                   NULLIF(n.problem, ''), NULLIF(n.problem_field, '')
+            FROM unnest(\(batch.map(\.line))::int[], \(text(\.transactionId))::text[], \(text(\.productId))::text[],
+                        \(text { $0.amount.map(String.init) })::text[], \(text(\.currency))::text[],
+                        \(text { $0.status?.rawValue })::text[], \(text { $0.occurredAt.map(RFC3339.format) })::text[],
+                        \(read.map { $0.malformed?.reason ?? "" })::text[], \(read.map { $0.malformed?.field ?? "" })::text[])
+                 AS n(line, transaction_id, product_id, amount, currency, status, occurred_at, problem, problem_field)
             """, logger: logger)
     }
 
@@ -136,18 +147,21 @@ public struct Reconciliation: Sendable {
                 ORDER BY transaction_id, (status = 'refunded') DESC, line
             )
             SELECT p.line, p.transaction_id, o.order_id, o.state, o.product_id, o.amount_value, o.currency,
-                   p.product_id, p.amount_minor, p.currency, p.status, p.occurred_at, NULL::text
+                   p.product_id, p.amount_minor, p.currency, p.status, p.occurred_at, NULL::text, NULL::text
             FROM listed p LEFT JOIN orders o ON o.transaction_id = p.transaction_id
             UNION ALL
             SELECT NULL, o.transaction_id, o.order_id, o.state, o.product_id, o.amount_value, o.currency,
-                   NULL, NULL, NULL, NULL, NULL, NULL
+                   NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM orders o
             WHERE o.provider = \(provider.rawValue) AND o.transaction_id IS NOT NULL
               AND o.granted_at >= \(from)::date::timestamp AT TIME ZONE 'UTC'
               AND o.granted_at < (\(to)::date + 1)::timestamp AT TIME ZONE 'UTC'
-              AND NOT EXISTS (SELECT 1 FROM provider_lines p WHERE p.transaction_id = o.transaction_id)
+              AND NOT EXISTS (SELECT 1 FROM provider_lines p WHERE p.transaction_id = o.transaction_id AND p.problem IS NULL)
             UNION ALL
-            SELECT line, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, problem
+            -- A malformed line, with the values it gave; the ledger's grant of its transaction (if any) is listed above
+            -- as missing at the provider, since the line could not say what the provider did.
+            SELECT line, transaction_id, NULL, NULL, NULL, NULL, NULL, product_id, amount_minor, currency, status,
+                   occurred_at, problem, problem_field
             FROM provider_lines WHERE problem IS NOT NULL
             ORDER BY 1 NULLS LAST, 2
             """, logger: logger)
@@ -157,6 +171,20 @@ public struct Reconciliation: Sendable {
                 try row.decode((Int?, String?, String?, String?, String?, Int64?, String?).self)
             let columns = row.makeRandomAccess()
             let problem = try columns[12].decode(String?.self)
+            if let problem {
+                let values = ProviderRecordValues(
+                    transactionId: transactionId, productId: try columns[7].decode(String?.self),
+                    amount: try columns[8].decode(Int64?.self), currency: try columns[9].decode(String?.self),
+                    status: try columns[10].decode(String?.self).flatMap(ProviderStatus.init),
+                    occurredAt: try columns[11].decode(Date?.self))
+                let malformed = MalformedRecord(
+                    field: try columns[13].decode(String?.self) ?? "record", reason: problem, values: values)
+                let reconciled = ReconciliationRow(
+                    result: .malformed, line: line, transactionId: transactionId, ledger: nil, provider: nil, malformed: malformed)
+                try summary.add(reconciled)
+                try await emit(reconciled)
+                continue
+            }
             var ledger: ReconciliationResult.LedgerSide?
             if let orderId, let state, let ledgerProduct, let ledgerAmount, let ledgerCurrency {
                 guard let state = OrderState(rawValue: state) else { throw CorruptRow(column: "state", value: state) }
@@ -171,9 +199,9 @@ public struct Reconciliation: Sendable {
                     status: ProviderStatus(rawValue: try columns[10].decode(String.self)) ?? .paid,
                     occurredAt: try columns[11].decode(Date.self))
             }
-            let result = problem == nil ? ReconciliationResult.classify(ledger: ledger, provider: listed) : .malformed
             let reconciled = ReconciliationRow(
-                result: result, line: line, transactionId: transactionId, ledger: ledger, provider: listed, problem: problem)
+                result: ReconciliationResult.classify(ledger: ledger, provider: listed), line: line,
+                transactionId: transactionId, ledger: ledger, provider: listed, malformed: nil)
             try summary.add(reconciled)
             try await emit(reconciled)
         }

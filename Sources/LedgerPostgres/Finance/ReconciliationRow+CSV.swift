@@ -14,9 +14,9 @@ extension ReconciliationRow {
         [
             line.map(String.init) ?? "", result.rawValue, transactionId ?? "", ledger?.orderId ?? "",
             ledger?.state.rawValue ?? "", ledger?.productId ?? "", ledger.map { String($0.amount.value) } ?? "",
-            ledger?.amount.currency ?? "", provider?.status.rawValue ?? "", provider?.productId ?? "",
-            provider.map { String($0.amount.value) } ?? "", provider?.amount.currency ?? "",
-            provider.map { RFC3339.format($0.occurredAt) } ?? "", problem ?? "",
+            ledger?.amount.currency ?? "", providerValues?.status?.rawValue ?? "", providerValues?.productId ?? "",
+            providerValues?.amount.map(String.init) ?? "", providerValues?.currency ?? "",
+            providerValues?.occurredAt.map(RFC3339.format) ?? "", problem ?? "",
         ]
     }
 }
