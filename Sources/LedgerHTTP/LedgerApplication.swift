@@ -20,6 +20,7 @@ public enum LedgerApplication {
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: ErrorMiddleware())
+        router.add(middleware: RequestDeadlineMiddleware())
 
         OperationalRoutes(client: ledger.client, metrics: metrics, replicas: replicas).register(on: router)
         ConsoleRoutes().register(on: router)

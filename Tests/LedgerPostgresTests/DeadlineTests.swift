@@ -8,6 +8,31 @@ import Testing
 /// Database work gives up at its deadline, whether it waits for a connection or on one, so no request hangs.
 @Suite("Database: deadlines")
 struct DeadlineTests {
+    /// A request's database calls share one deadline: during an outage an append (a read, then its retries) or a
+    /// read after a token check used to get the whole deadline per call, and answered after twice the documented 5 s.
+    @Test func theCallsOfOneRequestShareItsDeadline() async throws {
+        // Nothing listens on port 1: every lease waits for a connection the pool cannot open.
+        var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable)
+        configuration.options.connectTimeout = .seconds(60)
+        let started = ContinuousClock.now
+        let timeouts = try await Database(configuration: configuration).withClient { client in
+            let ledger = Ledger(client: client)
+            return try await Deadline.$request.withValue(.seconds(2)) {
+                try await Deadline.forRequest {
+                    var timeouts = 0
+                    for _ in 0..<4 {
+                        do { _ = try await ledger.order("order-1") } catch is DatabaseTimeout { timeouts += 1 }
+                    }
+                    return timeouts
+                }
+            }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(timeouts == 4)
+        // One deadline of 2 s for the four calls, with room for a loaded machine; each with its own took 8 s.
+        #expect(waited < .seconds(5), "four calls of one request took \(waited)")
+    }
+
     @Test func workStuckOnItsConnectionEndsAtTheDeadlineAndItsConnectionIsClosed() async throws {
         // The stuck work runs on a client of its own. Its lease may never end (`withConnection(within:)`), and after
         // a deadline closed a connection in the middle of a query, PostgresNIO 1.33's pool was seen (about one run in

@@ -13,6 +13,23 @@ public enum Deadline {
     /// everything the service runs; nil, the default, is no limit: the operator's commands wait as long as it takes.
     /// A task-local, so a test can give its own work one.
     @TaskLocal public static var request: Duration?
+
+    /// When the request being served must be answered (`forRequest`): its database calls share one deadline. An
+    /// append or a read makes several (the token, the read, the write), and each used to get the whole duration: a
+    /// request during an outage answered 503 after 10 s where 5 s were documented.
+    @TaskLocal public static var requestEnds: ContinuousClock.Instant?
+
+    /// What the next database call may take: the time the request being served has left, or `request` outside one.
+    public static var remaining: Duration? {
+        guard let requestEnds else { return request }
+        return max(.zero, requestEnds - .now)
+    }
+
+    /// Runs `body` as one request: every database call in it shares the deadline `request` sets from now.
+    public static func forRequest<T>(_ body: () async throws -> T) async rethrows -> T {
+        guard let request else { return try await body() }
+        return try await $requestEnds.withValue(.now + request) { try await body() }
+    }
 }
 
 /// The database did not answer within the deadline. Nothing was half-written: PostgreSQL rolls back the transaction
@@ -98,11 +115,11 @@ private final class FirstAnswer<T: Sendable>: Sendable {
 }
 
 extension PostgresClient {
-    /// Runs one query and reads its rows, within `Deadline.request` when there is one.
+    /// Runs one query and reads its rows, within `Deadline.remaining` when there is a deadline.
     public func query<T: Sendable>(
         _ query: PostgresQuery, logger: Logger, reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T
     ) async throws -> T {
-        try await withConnection(within: Deadline.request) { connection in
+        try await withConnection(within: Deadline.remaining) { connection in
             try await read(try await connection.query(query, logger: logger))
         }
     }

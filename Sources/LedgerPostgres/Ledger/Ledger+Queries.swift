@@ -6,7 +6,7 @@ extension Ledger {
     /// The order as projected now; nil when the ledger has never seen it.
     public func order(_ orderId: String) async throws -> Order? {
         let rows = self.rows
-        return try await client.withConnection(within: Deadline.request) { connection in
+        return try await client.withConnection(within: Deadline.remaining) { connection in
             try await rows.load(orderId, on: connection)
         }
     }

@@ -65,7 +65,7 @@ public struct EventStore: Sendable {
         while true {
             do {
                 let queued = losses > 0
-                let outcome = try await client.withConnection(within: Deadline.request) { connection in
+                let outcome = try await client.withConnection(within: Deadline.remaining) { connection in
                     guard queued else { return try await attempt(connection, false) }
                     return try await connection.withTransaction(logger: logger) { connection in
                         try await statements.queue(for: orderId, on: connection)
