@@ -13,7 +13,9 @@ public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertibl
 
 /// A strict RFC 8259 parser, so what the ledger accepts is exactly JSON: no trailing commas, no duplicate keys
 /// (whose meaning parsers disagree on), UTF-8 only, nesting at most 512 deep. Integers without a fraction or
-/// exponent that fit in an `Int64` stay `.int`; every other number is a finite `.double`.
+/// exponent that fit in an `Int64` stay `.int`; every other number is a finite `.double` that writes back as the
+/// same number: what a client sent is stored exactly or refused, never rewritten (123456789012345678901234567890
+/// became 1.2345678901234568e+29, and 1e-400 became 0.0).
 struct JSONParser {
     static let maximumDepth = 512
 
@@ -84,7 +86,11 @@ struct JSONParser {
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let keyOffset = index
             let key = try string()
-            guard members[key] == nil else { throw JSONSyntaxError(offset: keyOffset, reason: "duplicate member \(key)") }
+            if let (seen, _) = members.first(where: { $0.key == key }) {
+                // Swift compares strings by canonical equivalence: "é" composed and decomposed are one key here.
+                let why = Array(seen.utf8) == Array(key.utf8) ? "" : " (the two differ only in Unicode normalization)"
+                throw JSONSyntaxError(offset: keyOffset, reason: "duplicate member name \"\(key)\"\(why)")
+            }
             try expect(UInt8(ascii: ":"), "':'")
             members[key] = try value(depth: depth + 1)
             skipWhitespace()
@@ -142,10 +148,42 @@ struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .int(integer) }
-        guard let double = Double(text), double.isFinite else {
-            throw JSONSyntaxError(offset: start, reason: "number out of range")
+        guard let double = Double(text), double.isFinite, Self.decimal(text) == Self.decimal("\(double)") else {
+            throw JSONSyntaxError(
+                offset: start,
+                reason: "the number \(text.prefix(40)) cannot be kept exactly (an integer must fit in 64 bits, "
+                    + "a fraction in a 64-bit float as written)")
         }
         return .double(double)
+    }
+
+    /// The value a number's text writes, as its significant digits and the power of ten of the last one:
+    /// "12.50e1" and "125" are both ("125", 0); zero is ("", 0).
+    static func decimal(_ text: String) -> (digits: [UInt8], exponent: Int) {
+        var digits: [UInt8] = []
+        var exponent = 0
+        var afterPoint = false
+        var bytes = Substring(text).utf8[...]
+        if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+        while let byte = bytes.first, byte != UInt8(ascii: "e"), byte != UInt8(ascii: "E") {
+            bytes = bytes.dropFirst()
+            if byte == UInt8(ascii: ".") {
+                afterPoint = true
+                continue
+            }
+            if digits.isEmpty, byte == UInt8(ascii: "0") {
+                if afterPoint { exponent -= 1 }
+                continue
+            }
+            digits.append(byte)
+            if afterPoint { exponent -= 1 }
+        }
+        if !bytes.isEmpty { exponent += Int(String(decoding: bytes.dropFirst(), as: UTF8.self)) ?? 0 }
+        while digits.last == UInt8(ascii: "0") {
+            digits.removeLast()
+            exponent += 1
+        }
+        return digits.isEmpty ? ([], 0) : (digits, exponent)
     }
 
     private mutating func string() throws(JSONSyntaxError) -> String {

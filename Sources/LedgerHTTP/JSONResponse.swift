@@ -26,9 +26,21 @@ enum JSONResponse {
         let buffer = try await request.collectBody(upTo: maximumBodySize)
         do {
             return try JSONValue(parsing: buffer.readableBytesView)
+        } catch let error as JSONSyntaxError {
+            let (line, column) = Self.lineAndColumn(of: error.offset, in: buffer.readableBytesView)
+            throw APIError.invalidRequest(field: "body", "the body is not valid JSON at line \(line), column \(column): \(error.reason)")
         } catch {
             throw APIError.invalidRequest(field: "body", "the body is not valid JSON")
         }
+    }
+
+    /// The line and column (both from 1, the column in bytes) of a byte offset, as an editor shows them.
+    static func lineAndColumn(of offset: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
+        var (line, column) = (1, 1)
+        for byte in bytes.prefix(offset) {
+            if byte == UInt8(ascii: "\n") { (line, column) = (line + 1, 1) } else { column += 1 }
+        }
+        return (line, column)
     }
 }
 

@@ -41,8 +41,8 @@ struct JSONValueTests {
         #expect(value.canonicalJSON == "[9007199254740993,-9223372036854775808,9223372036854775807,1,true,0,false,2.5]")
     }
 
-    @Test func numbersBeyondInt64AreDoubles() throws {
-        #expect(try parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
+    @Test func numbersWrittenWithAnExponentAreDoubles() throws {
+        #expect(try parse("9.223372036854776e18") == .double(9_223_372_036_854_775_808))
         #expect(try parse("1e30").canonicalJSON == "1e+30")
     }
 
@@ -77,7 +77,7 @@ struct JSONValueTests {
     }
 
     @Test func syntaxErrorsSayWhere() {
-        #expect(throws: JSONSyntaxError(offset: 8, reason: "duplicate member a")) {
+        #expect(throws: JSONSyntaxError(offset: 8, reason: "duplicate member name \"a\"")) {
             try JSONValue(parsing: Array(#"{"a":1, "a":2}"#.utf8))
         }
     }
@@ -107,5 +107,39 @@ struct JSONValueTests {
             #expect(JSONValue.object(Dictionary(uniqueKeysWithValues: members.shuffled().map { ($0.key, $0.value) })).canonicalJSON
                 == first)
         }
+    }
+}
+
+/// What a client sent is stored exactly or refused, never rewritten: 123456789012345678901234567890 was stored as
+/// 1.2345678901234568e+29, 9223372036854775808 as 9.223372036854776e+18 and 1e-400 as 0.0.
+@Suite("JSON numbers and member names: kept exactly or refused, saying why")
+struct JSONExactnessTests {
+    func parse(_ text: String) throws -> JSONValue { try JSONValue(parsing: Array(text.utf8)) }
+
+    @Test(arguments: ["123456789012345678901234567890", "9223372036854775808", "-9223372036854775809", "1e-400",
+                      "0.12345678901234567890", "1.00000000000000000001"])
+    func aNumberThatCannotBeKeptExactlyIsRefused(number: String) {
+        #expect(throws: JSONSyntaxError.self, "\(number)") { try parse("[\(number)]") }
+    }
+
+    @Test(arguments: ["0.1", "1.5", "-2.25e10", "1e-5", "0.00001", "12.50e1", "1E2", "-0.0", "5e-324", "9223372036854775807",
+                      "1.7976931348623157e308"])
+    func aNumberKeptExactlyParsesAndWritesBackAsTheSameNumber(number: String) throws {
+        let value = try parse("[\(number)]")
+        let written = try #require(value.elements.first).canonicalJSON
+        #expect(try parse("[\(written)]") == value, "\(number) → \(written)")
+    }
+
+    @Test func namesThatDifferOnlyInNormalizationAreRefusedNamingThem() {
+        let composed = "\u{E9}", decomposed = "e\u{301}"
+        do {
+            _ = try parse("{\"\(composed)\": 1, \"\(decomposed)\": 2}")
+            Issue.record("two names equal under canonical equivalence were both accepted")
+        } catch let error as JSONSyntaxError {
+            #expect(error.reason.contains("Unicode normalization"), "\(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
+        #expect(throws: JSONSyntaxError(offset: 9, reason: "duplicate member name \"a\"")) { try parse(#"{"a": 1, "a": 2}"#) }
     }
 }
