@@ -52,8 +52,7 @@ struct FinanceRoutes {
         guard contentType == "text/csv" else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be text/csv", details: ["field": "Content-Type"])
         }
-        var request = request
-        let file = try await request.collectBody(upTo: Self.maximumFileSize)
+        let file = try await RequestBody.collect(request, upTo: Self.maximumFileSize)
         let bytes = Array(file.readableBytesView)
         let reconciliation = Reconciliation(client: client)
         if ReconciliationAnswer.wantsCSV(request.headers[.accept]) {

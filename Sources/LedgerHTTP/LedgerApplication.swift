@@ -37,20 +37,27 @@ public enum LedgerApplication {
         return router
     }
 
-    /// HTTP/1.1, where a request the parser cannot read still gets the API's JSON error.
-    public static var server: HTTPServerBuilder {
-        .http1(configuration: .init(additionalChannelHandlers: [UnreadableRequestResponder()]))
+    /// HTTP/1.1, where a request the parser cannot read still gets the API's JSON error, and a connection that sends
+    /// no complete request part for `idleTimeout` is closed: an idle keep-alive, or one that trickles a header a byte at
+    /// a time (each held a file descriptor for good).
+    public static func server(idleTimeout: Duration? = defaultIdleTimeout) -> HTTPServerBuilder {
+        let timeout = idleTimeout.map { TimeAmount.nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) }
+        return .http1(configuration: .init(additionalChannelHandlers: [UnreadableRequestResponder()], idleTimeout: timeout))
     }
+
+    /// `serve --idle-timeout`'s default.
+    public static let defaultIdleTimeout: Duration = .seconds(30)
 
     /// The HTTP application `serve` runs. Its database clients are not among its services: `serve` runs them in its
     /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).
     public static func make(
         ledger: Ledger, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
-        replicas: ReadReplicas? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        replicas: ReadReplicas? = nil, idleTimeout: Duration? = defaultIdleTimeout,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
             router: router(ledger: ledger, tokens: TokenStore(client: ledger.client), providers: providers, replicas: replicas),
-            server: server,
+            server: server(idleTimeout: idleTimeout),
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)

@@ -45,8 +45,7 @@ struct ProviderRoutes {
     @Sendable func alipayNotification(_ request: Request, context: Context) async throws -> Response {
         do {
             guard let verifier = verifiers.alipay else { throw Self.notConfigured(.alipay) }
-            var request = request
-            let body = try await request.collectBody(upTo: JSONResponse.maximumBodySize)
+            let body = try await RequestBody.collect(request, upTo: JSONResponse.maximumBodySize)
             let notification: AlipayNotification
             do {
                 notification = try verifier.verify(body: body.readableBytesView)
@@ -72,8 +71,7 @@ struct ProviderRoutes {
             let headers = WeChatPayHeaders(
                 timestamp: try header("Wechatpay-Timestamp"), nonce: try header("Wechatpay-Nonce"),
                 signature: try header("Wechatpay-Signature"), serial: try header("Wechatpay-Serial"))
-            var request = request
-            let body = try await request.collectBody(upTo: JSONResponse.maximumBodySize)
+            let body = try await RequestBody.collect(request, upTo: JSONResponse.maximumBodySize)
             let notification: WeChatPayNotification
             do {
                 notification = try verifier.verify(headers: headers, body: body.readableBytesView, now: Date())

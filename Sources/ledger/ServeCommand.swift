@@ -21,6 +21,8 @@ struct ServeCommand: AsyncParsableCommand {
     var sealInterval = 10
     @Option(name: .customLong("database-deadline"), help: "Seconds a request's database work may take before it is answered 503.")
     var databaseDeadline = 5
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may send no complete request part before it is closed (0: never).")
+    var idleTimeout = 30
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -28,6 +30,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard databaseDeadline <= 86_400 else { throw ValidationError("--database-deadline must be at most 86400 seconds") }
         guard (0...31_536_000).contains(sealInterval) else { throw ValidationError("--seal-interval must be 0 to 31536000 seconds") }
         guard poolSize >= 1 else { throw ValidationError("--pool-size must be at least 1") }
+        guard (0...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 0 to 86400 seconds") }
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
@@ -59,7 +62,8 @@ struct ServeCommand: AsyncParsableCommand {
         let replicas = try replicaOptions.replicas(primary: client, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
-            ledger: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas
+            ledger: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
+            idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")

@@ -1,0 +1,25 @@
+import Hummingbird
+import NIOCore
+
+/// Reads a request's body up to a limit. A body past it is a 413 naming the limit; when the client declared its size
+/// (`Content-Length`), it is refused before a byte of it is read, and the connection is closed rather than drained
+/// (a 100 MB body used to be read for 10 s before the answer).
+enum RequestBody {
+    static func collect(_ request: Request, upTo limit: Int) async throws -> ByteBuffer {
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw tooLarge(limit)
+        }
+        var request = request
+        do {
+            return try await request.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge(limit)
+        }
+    }
+
+    static func tooLarge(_ limit: Int) -> APIError {
+        let size = limit >= 1024 * 1024 ? "\(limit / (1024 * 1024)) MiB" : "\(limit / 1024) KiB"
+        return APIError(.contentTooLarge, "payload_too_large", "the request body is larger than \(size)",
+                        details: ["limit": .int(Int64(limit))], headers: [.connection: "close"])
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// Connections that never finish a request are closed (`serve --idle-timeout`): 1,000 idle connections, 300 sending a
+/// header a byte a second, and 20 slow bodies were all held open for good, one file descriptor each. A body past the
+/// limit is refused from its declared length, before any of it is read.
+@Suite("CLI: serve closes connections that never finish a request")
+struct ConnectionTimeoutTests {
+    @Test func idleAndTricklingConnectionsAreClosedAndAnOversizedBodyIsRefusedUnread() async throws {
+        try await TestDatabase.withURL { url, client in
+            let token = try await TokenStore(client: client).create(name: "writer", scopes: [.eventsWrite])
+            let server = try await RunningServer.start(databaseURL: url, arguments: ["--idle-timeout", "1"])
+            defer { server.stop() }
+
+            let idle = try RawConnection(port: server.port)
+            #expect(await blocking { idle.waitForClose(atMost: 20) }, "an idle connection is closed")
+
+            // One header byte every 200 ms: never a complete request head.
+            let trickle = try RawConnection(port: server.port)
+            var closed = false
+            for byte in Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 100) {
+                guard trickle.send([byte]) else { closed = true; break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let cutOff = closed
+            #expect(await blocking { cutOff || trickle.waitForClose(atMost: 1) }, "a header trickled a byte at a time is cut off")
+
+            // 100 MB declared, none sent: the answer comes at once.
+            let oversized = try RawConnection(port: server.port)
+            #expect(oversized.send(Array("POST /v1/orders/o-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n".utf8)))
+            let answer = await blocking { oversized.readAnswer(atMost: 20) }
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
+            #expect(answer.contains("256 KiB"), "\(answer)")
+        }
+    }
+}
+
+/// Runs blocking socket work on a thread of its own, not on one of the tests' cooperative pool.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: work()) }
+    }
+}
+
+/// A TCP connection to serve on loopback, written and read byte by byte as a slow or hostile client would.
+final class RawConnection: @unchecked Sendable {
+    let socket: Int32
+
+    init(port: Int) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    deinit { close(socket) }
+
+    /// False once the server has closed the connection.
+    func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Waits (blocking this thread) until the server closes the connection, at most `seconds`.
+    func waitForClose(atMost seconds: Int) -> Bool {
+        var pending = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let deadline = Date().addingTimeInterval(TimeInterval(seconds))
+        var byte: UInt8 = 0
+        while Date() < deadline {
+            guard poll(&pending, 1, 100) > 0 else { continue }
+            let read = recv(socket, &byte, 1, 0)
+            if read <= 0 { return true }
+        }
+        return false
+    }
+
+    /// What the server answers, read until it closes or `seconds` pass.
+    func readAnswer(atMost seconds: Int) -> String {
+        var pending = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let deadline = Date().addingTimeInterval(TimeInterval(seconds))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            guard poll(&pending, 1, 100) > 0 else {
+                if !answer.isEmpty { break }
+                continue
+            }
+            let read = recv(socket, &buffer, buffer.count, 0)
+            if read <= 0 { break }
+            answer += buffer[0..<read]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+}
