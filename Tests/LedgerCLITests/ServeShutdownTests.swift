@@ -75,8 +75,10 @@ struct ServeShutdownTests {
             for worker in 0..<8 {
                 group.addTask {
                     for n in 0..<63 {
+                        var lifecycle = Lifecycle()
+                        lifecycle.transactionId = "backlog-\(worker)-\(n)"
                         _ = try await ledger.record(
-                            orderId: "backlog-\(worker)-\(n)", events: Lifecycle().happyPath,
+                            orderId: "backlog-\(worker)-\(n)", events: lifecycle.happyPath,
                             metadata: EventMetadata(actor: "test-suite", requestId: nil))
                     }
                 }

@@ -84,7 +84,7 @@ struct FinanceTests {
             #expect(results == [
                 "2 tx-matched matched", "3 tx-amount amount_mismatch", "4 tx-product product_mismatch",
                 "6 tx-refundedThere status_mismatch", "7 tx-notGranted missing_in_ledger", "8 tx-unknown missing_in_ledger",
-                "9  malformed", "10  malformed", "- tx-absentThere missing_at_provider",
+                "9 tx-bad malformed", "10 tx-quoted malformed", "- tx-absentThere missing_at_provider",
             ])
             #expect(rows.all.first { $0.transactionId == "tx-notGranted" }?.ledger?.state == .verified, "names the lost order's state")
             #expect(rows.all.first { $0.line == 9 }?.problem?.contains("amount_minor") == true)

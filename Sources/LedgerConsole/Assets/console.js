@@ -273,7 +273,8 @@ async function find(q, kind) {
   await attempt("events:read", async () => {
     const known = async (path) => {
       try { return (await api(path)).json; } catch (error) {
-        if (error instanceof Problem && error.status === 404) return null;
+        // 400: not even a possible id (the ledger's id rule), so certainly not one it holds.
+        if (error instanceof Problem && (error.status === 404 || error.status === 400)) return null;
         throw error;
       }
     };
