@@ -37,7 +37,7 @@ extension AppStoreTransaction {
     public var paidAmount: Money? {
         guard let price, let currency else { return nil }
         let (total, overflow) = price.multipliedReportingOverflow(by: Int64(quantity ?? 1))
-        guard !overflow, let minorUnits = CurrencyExponent.minorUnits(milliunits: total, currency: currency) else { return nil }
+        guard !overflow, let minorUnits = Milliunits.minorUnits(milliunits: total, currency: currency) else { return nil }
         return Money(value: minorUnits, currency: currency)
     }
 
@@ -109,17 +109,13 @@ extension WeChatPayNotification {
     }
 }
 
-/// ISO 4217 minor-unit exponents where they are not 2, for Apple's milliunit prices.
-enum CurrencyExponent {
-    static let exceptions: [String: Int] = [
-        "BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "ISK": 0, "JPY": 0, "KMF": 0, "KRW": 0, "PYG": 0, "RWF": 0,
-        "UGX": 0, "UYI": 0, "VND": 0, "VUV": 0, "XAF": 0, "XOF": 0, "XPF": 0,
-        "BHD": 3, "IQD": 3, "JOD": 3, "KWD": 3, "LYD": 3, "OMR": 3, "TND": 3,
-    ]
-
-    /// Milliunits (1/1000 of the major unit) as minor units; nil when they do not divide evenly.
+/// Apple's milliunit prices (1/1000 of the major unit) in minor units, by the ISO 4217 exponents (`CurrencyExponent`).
+enum Milliunits {
+    /// Minor units of `currency`; nil when the milliunits do not divide evenly (or the currency has more than three
+    /// decimals, finer than a milliunit).
     static func minorUnits(milliunits: Int64, currency: String) -> Int64? {
-        let exponent = exceptions[currency] ?? 2
+        let exponent = CurrencyExponent.of(currency)
+        guard exponent <= 3 else { return nil }
         var divisor: Int64 = 1
         for _ in exponent..<3 { divisor *= 10 }
         guard milliunits >= 0, milliunits % divisor == 0 else { return nil }

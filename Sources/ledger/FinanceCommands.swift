@@ -10,13 +10,15 @@ struct FinanceOutput: ParsableArguments {
     @Flag(help: "Print CSV.") var csv = false
     @Flag(help: "Print the same JSON as the API.") var json = false
 
-    func show(header: [String], rows: [[String]], json value: @autoclosure () -> JSONValue) throws {
+    /// A table for people (money as money), CSV for programs (integer minor units in columns named `…_minor`), or
+    /// the API's JSON.
+    func show(table: Table, csv records: (header: [String], rows: [[String]]), json value: @autoclosure () -> JSONValue) throws {
         if json {
             try StandardOutput.line(value().canonicalJSON)
         } else if csv {
-            try StandardOutput.line(([header] + rows).map(CSVWriter.record).joined(separator: "\n"))
+            try StandardOutput.line(([records.header] + records.rows).map(CSVWriter.record).joined(separator: "\n"))
         } else {
-            try StandardOutput.line(Table(header, rows).rendered)
+            try StandardOutput.line(table.rendered)
         }
     }
 }
@@ -57,13 +59,53 @@ struct RevenueCommand: AsyncParsableCommand {
         }
         let shown = dimensions.filter { $0 != .currency }
         try output.show(
-            header: shown.map { $0.rawValue.uppercased() } + ["CURRENCY", "GRANTED", "GRANTED AMOUNT", "REFUNDED", "REFUNDED AMOUNT", "NET"],
-            rows: rows.map { row in
-                shown.map { row.group[$0] ?? "" } + [row.currency, String(row.grantedCount), String(row.grantedAmount),
-                                                       String(row.refundedCount), String(row.refundedAmount), String(row.netAmount)]
-            },
+            table: RevenueTable.table(rows, shown: shown),
+            csv: (shown.map(\.rawValue) + ["currency", "granted", "granted_amount_minor", "refunded", "refunded_amount_minor", "net_minor"],
+                  rows.map { row in
+                      shown.map { row.group[$0] ?? "" } + [row.currency, String(row.grantedCount), String(row.grantedAmount),
+                                                             String(row.refundedCount), String(row.refundedAmount), String(row.netAmount)]
+                  }),
             json: .object(["from": .string(from), "to": .string(to), "timezone": .string(timezone),
                            "groupBy": .array(dimensions.map { .string($0.rawValue) }), "rows": .array(rows.map(\.json))]))
+    }
+}
+
+/// The revenue table people read: amounts as money, and a total per currency when there is more than one row of it.
+enum RevenueTable {
+    static func exactSum(_ values: [Int64]) -> Int64? {
+        var sum: Int64 = 0
+        for value in values {
+            let (next, overflow) = sum.addingReportingOverflow(value)
+            guard !overflow else { return nil }
+            sum = next
+        }
+        return sum
+    }
+
+    static func table(_ rows: [RevenueRow], shown: [RevenueDimension]) -> Table {
+        func line(_ labels: [String], _ currency: String, granted: Int64, grantedAmount: Int64, refunded: Int64,
+                  refundedAmount: Int64) -> [String] {
+            labels + [currency, String(granted), Money(value: grantedAmount, currency: currency).formatted, String(refunded),
+                      Money(value: refundedAmount, currency: currency).formatted,
+                      Money(value: grantedAmount &- refundedAmount, currency: currency).formatted]
+        }
+        var lines = rows.map { row in
+            line(shown.map { row.group[$0] ?? "" }, row.currency, granted: row.grantedCount, grantedAmount: row.grantedAmount,
+                 refunded: row.refundedCount, refundedAmount: row.refundedAmount)
+        }
+        for currency in Set(rows.map(\.currency)).sorted() {
+            let ofCurrency = rows.filter { $0.currency == currency }
+            guard ofCurrency.count > 1 else { continue }
+            // Each row's sums are exact; a total past Int64 is left out rather than wrapped.
+            guard let granted = exactSum(ofCurrency.map(\.grantedAmount)),
+                  let refunded = exactSum(ofCurrency.map(\.refundedAmount))
+            else { continue }
+            lines.append(line(["TOTAL"] + Array(repeating: "", count: max(0, shown.count - 1)), currency,
+                              granted: ofCurrency.reduce(0) { $0 + $1.grantedCount }, grantedAmount: granted,
+                              refunded: ofCurrency.reduce(0) { $0 + $1.refundedCount }, refundedAmount: refunded))
+        }
+        return Table(shown.map { $0.rawValue.uppercased() } + ["CURRENCY", "GRANTED", "GRANTED AMOUNT", "REFUNDED", "REFUNDED AMOUNT", "NET"],
+                     lines)
     }
 }
 
@@ -130,9 +172,10 @@ final class RowPrinter: Sendable {
             try StandardOutput.line(CSVWriter.record(row.csvFields))
             return
         }
-        let ledger = row.ledger.map { "\($0.state.rawValue) \($0.productId) \($0.amount.value) \($0.amount.currency)" } ?? ""
+        let ledger = row.ledger.map { "\($0.state.rawValue) \($0.productId) \($0.amount.formatted)" } ?? ""
         let provider = row.providerValues.map { side in
-            [side.status?.rawValue, side.productId, side.amount.map(String.init), side.currency].compactMap { $0 }.joined(separator: " ")
+            let amount = side.amount.map { value in side.currency.map { Money(value: value, currency: $0).formatted } ?? String(value) }
+            return [side.status?.rawValue, side.productId, amount].compactMap { $0 }.joined(separator: " ")
         } ?? ""
         let cells = [row.line.map(String.init) ?? "", row.result.rawValue, row.transactionId ?? "", row.ledger?.orderId ?? "",
                      ledger, provider, row.problem ?? ""]
@@ -156,7 +199,7 @@ final class RowPrinter: Sendable {
         }
         let rows = ReconciliationResult.allCases.map { result in
             [result.rawValue, String(summary.counts[result] ?? 0),
-             (summary.amounts[result] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: "; ")]
+             (summary.amounts[result] ?? [:]).sorted { $0.key < $1.key }.map { Money(value: $0.value, currency: $0.key).formatted }.joined(separator: "; ")]
         }
         try? FileHandle.standardError.write(contentsOf: Data((Table(["RESULT", "COUNT", "AMOUNTS"], rows).rendered + "\n").utf8))
     }

@@ -104,14 +104,15 @@ enum HistoryTable {
     }
 
     static func resulting(_ order: Order) -> Table {
-        let amount = "\(order.amount.value) \(order.amount.currency)"
+        let amount = order.amount.formatted
         return Table(["ORDER", "STATE", "VERSION", "ACCOUNT", "PRODUCT", "AMOUNT", "TRANSACTION", "FLAGS"], [[
             order.orderId, order.state.rawValue, String(order.version), order.accountId, order.productId, amount,
             order.transactionId ?? "-", order.flags.isEmpty ? "-" : order.flags.map(\.rawValue).joined(separator: ","),
         ]])
     }
 
-    /// The event's data on one line, `key=value` in key order; money as `499 USD`; nested objects as JSON. A value
+    /// The event's data on one line, `key=value` in key order; money as people read it (`4.99 USD`); nested objects
+    /// as JSON. A value
     /// longer than 80 characters (a provider's signed message kept as evidence) is cut to its start and its length:
     /// `--json` prints it whole.
     static func summary(_ data: JSONValue) -> String {
@@ -119,7 +120,7 @@ enum HistoryTable {
         return members.keys.sorted().map { key in
             let value = members[key] ?? .null
             if case .int(let amount)? = value["value"], case .string(let currency)? = value["currency"] {
-                return "\(key)=\(amount) \(currency)"
+                return "\(key)=" + Money(value: amount, currency: currency).formatted
             }
             let text = value.text ?? value.canonicalJSON
             return "\(key)=" + (text.count > 80 ? "\(text.prefix(32))… (\(text.count) characters)" : text)

@@ -18,7 +18,7 @@ struct AuditCommandTests {
                 == ["POSITION", "RECORDED", "AT", "VERSION", "TYPE", "ACTOR", "STATE", "AFTER", "DATA"])
             let types = lines[3...8].map { $0.split(separator: " ", omittingEmptySubsequences: true)[3] }
             #expect(types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
-            #expect(lines[3].contains("amount=499 USD"))
+            #expect(lines[3].contains("amount=4.99 USD"))
             #expect(lines[3].contains("test-suite"))
             #expect(lines[10].hasPrefix("ORDER"))
             #expect(lines[11].hasPrefix("order-0") && lines[11].contains("finished"))
