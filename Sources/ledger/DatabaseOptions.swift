@@ -4,21 +4,31 @@ import LedgerPostgres
 import PostgresNIO
 
 /// `--database-url`, shared by every subcommand. Without it (and without `DATABASE_URL`) the embedded cluster
-/// in `LEDGER_DATA_DIR` (default `./.ledger`) is used, started if needed.
+/// in `LEDGER_DATA_DIR` (default `./.ledger`) is used, started if needed; only `serve` and `migrate` create one.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("database-url"), help: "postgres://user:password@host:port/database (default: $DATABASE_URL, else the embedded database).")
+    @Option(name: .customLong("database-url"), help: """
+        postgres://user:password@host:port/database (default: $DATABASE_URL, else the embedded database in \
+        $LEDGER_DATA_DIR, default ./.ledger, which only serve and migrate create).
+        """)
     var url: String?
 
     /// Runs `body` with a migrated database; stops the embedded cluster afterwards if this command started it.
     func withMigratedClient<T: Sendable>(_ body: @Sendable @escaping (PostgresClient) async throws -> T) async throws -> T {
+        try await withMigratedDatabase { _, client in try await body(client) }
+    }
+
+    /// `withMigratedClient`, telling `body` which database it is (`Database.name`, for a command that finds nothing).
+    func withMigratedDatabase<T: Sendable>(
+        _ body: @Sendable @escaping (Database, PostgresClient) async throws -> T
+    ) async throws -> T {
         CommandLogging.bootstrap()
-        let (database, startedEmbedded) = try Database.resolve(url: url)
+        let (database, startedEmbedded) = try Database.resolve(url: url, creating: false)
         defer {
             if startedEmbedded { try? database.embedded?.stop() }
         }
         return try await database.withClient { client in
             try await Migrator(client: client).migrate()
-            return try await body(client)
+            return try await body(database, client)
         }
     }
 }

@@ -110,11 +110,13 @@ enum RevenueTable {
 }
 
 /// `ledger reconcile FILE.csv`: compares a provider's transaction list with the ledger, streaming the file.
-/// Exits 1 when any row is not `matched`, so it can run from cron; 2 when the file cannot be read (no header, a
-/// record over 64 KiB, a quote never closed), naming the line.
+/// Exit statuses (sysexits), so that cron can tell them apart: 0 every row matched; 1 differences found; 64 a usage
+/// error; 65 the file is not a readable provider file (no header, a record over 64 KiB, a quote never closed),
+/// naming the line; 66 the file cannot be opened.
 struct ReconcileCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "reconcile", abstract: "Reconcile a provider transaction list (CSV) against the ledger.")
+        commandName: "reconcile", abstract: "Reconcile a provider transaction list (CSV) against the ledger.",
+        discussion: "Exit status: 0 all matched, 1 differences found, 64 usage error, 65 unreadable file contents, 66 file cannot be opened.")
 
     @Argument(help: "CSV with a header: transaction_id,product_id,amount_minor,currency,status,occurred_at") var file: String
     @Option(help: "app_store, alipay, wechat_pay or other.") var provider: String
@@ -129,7 +131,10 @@ struct ReconcileCommand: AsyncParsableCommand {
             throw ValidationError("--provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
-        guard let handle = FileHandle(forReadingAtPath: file) else { throw CommandFailure("cannot read \(file)") }
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            try? FileHandle.standardError.write(contentsOf: Data("Error: cannot open \(file)\n".utf8))
+            throw ExitCode(66)
+        }
         let (from, to, output, all) = (from, to, output, all)
         let printer = RowPrinter(output: output, all: all)
         let summary: ReconciliationSummary
@@ -139,10 +144,10 @@ struct ReconcileCommand: AsyncParsableCommand {
                     provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.show)
             }
         } catch let error as ProviderFileError {
-            // Nothing was printed yet (the whole file is read before the first row). Exit 2, not 1: a cron job can
-            // tell "the file is unreadable" from "the ledger and the provider differ".
+            // Nothing was printed yet (the whole file is read before the first row). Exit 65 (bad data), not 1: a
+            // cron job can tell "the file is unreadable" from "the ledger and the provider differ".
             try? FileHandle.standardError.write(contentsOf: Data("Error: \(file): \(error)\n".utf8))
-            throw ExitCode(2)
+            throw ExitCode(65)
         }
         try printer.finish(summary)
         if !summary.allMatched { throw ExitCode(1) }

@@ -29,10 +29,10 @@ struct HistoryCommand: AsyncParsableCommand {
             return date
         }
         let (orderId, json, pageSize) = (orderId, json, pageSize)
-        try await database.withMigratedClient { client in
+        try await database.withMigratedDatabase { database, client in
             let ledger = Ledger(client: client)
             guard var page = try await ledger.history(orderId, asOf: asOf, after: 0, limit: pageSize) else {
-                throw CommandFailure("the ledger has never seen order \(orderId)")
+                throw CommandFailure("the ledger has never seen order \(orderId) (in \(database.name))")
             }
             let printer = try HistoryPrinter(orderId: orderId, asOf: asOf, json: json)
             guard try printer.begin(page) else { return }

@@ -7,6 +7,27 @@ import Testing
 
 @Suite("CLI: history, verify, seal, digest, export, rebuild")
 struct AuditCommandTests {
+    /// Run in another directory, `ledger history` used to create a new, empty cluster there and answer "never seen":
+    /// a user thought the data was gone. A command that reads never creates a database, and says where it looked.
+    @Test func aReadWhereThereIsNoLedgerCreatesNothingAndSaysWhereItLooked() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("no-ledger-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for arguments in [["history", "order-1"], ["anomalies"], ["export"]] {
+            let outcome = try await LedgerBinary.run(arguments, databaseURL: "", environment: ["LEDGER_DATA_DIR": directory.path])
+            #expect(outcome.status != 0, "\(arguments)")
+            #expect(outcome.stderr.contains("no ledger database in \(directory.path)"), "\(arguments): \(outcome.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("pg").path), "\(arguments) created a cluster")
+        }
+    }
+
+    @Test func aHistoryThatFindsNothingNamesTheDatabaseItAsked() async throws {
+        try await TestDatabase.withURL { url, _ in
+            let outcome = try await LedgerBinary.run(["history", "order-nobody"], databaseURL: url)
+            #expect(outcome.status == 1)
+            #expect(outcome.stderr.contains("the ledger has never seen order order-nobody (in database test_"), "\(outcome.stderr)")
+        }
+    }
+
     @Test func historyPrintsAStableTableAndTheResultingOrder() async throws {
         try await TestDatabase.withURL { url, client in
             try await recordHappyOrders(1, on: Ledger(client: client))

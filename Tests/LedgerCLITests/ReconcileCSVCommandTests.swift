@@ -39,7 +39,9 @@ struct ReconcileCSVCommandTests {
         }
     }
 
-    @Test func anUnreadableFileExitsTwoNamingTheLine() async throws {
+    /// Distinct exit statuses (sysexits) let cron tell "the ledger and the provider differ" (1) from "the file is
+    /// bad" (65), "the file is not there" (66) and "the command was written wrong" (64).
+    @Test func anUnreadableFileExits65NamingTheLineAndAMissingOne66() async throws {
         try await TestDatabase.withURL { url, _ in
             let today = String(RFC3339.format(Date()).prefix(10))
             let good = "px-1,gems.100,499,USD,paid,\(today)T10:00:00Z\n"
@@ -52,10 +54,17 @@ struct ReconcileCSVCommandTests {
                     try await LedgerBinary.run(
                         ["reconcile", path, "--provider", "app_store", "--from", today, "--to", today], databaseURL: url)
                 }
-                #expect(outcome.status == 2, "\(outcome.stderr.suffix(400))")
+                #expect(outcome.status == 65, "bad data: \(outcome.stderr.suffix(400))")
                 #expect(outcome.stderr.contains(words), "\(outcome.stderr.suffix(400))")
                 #expect(outcome.stdout.isEmpty)
             }
+            let missing = try await LedgerBinary.run(
+                ["reconcile", "/nonexistent/provider.csv", "--provider", "app_store", "--from", today, "--to", today], databaseURL: url)
+            #expect(missing.status == 66, "no input: \(missing.stderr)")
+            #expect(missing.stderr.contains("cannot open /nonexistent/provider.csv"))
+            let usage = try await LedgerBinary.run(
+                ["reconcile", "/nonexistent/provider.csv", "--provider", "app_store", "--from", today], databaseURL: url)
+            #expect(usage.status == 64, "usage: \(usage.stderr)")
         }
     }
 }

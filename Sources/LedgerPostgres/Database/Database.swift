@@ -53,9 +53,11 @@ public struct Database: Sendable {
     static let servicePlanning = [("plan_cache_mode", "force_generic_plan"), ("enable_seqscan", "off"), ("jit", "off")]
 
     /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
-    /// started if it is not running.
+    /// started if it is not running. Only `creating` (serve, migrate) initialises a cluster where there is none: a
+    /// command run in another directory must not answer from a new, empty ledger as if the data were gone.
     public static func resolve(
-        url: String?, environment: [String: String] = ProcessInfo.processInfo.environment, poolSize: Int = 8
+        url: String?, environment: [String: String] = ProcessInfo.processInfo.environment, poolSize: Int = 8,
+        creating: Bool = true
     ) throws -> (database: Database, startedEmbedded: Bool) {
         if let url = url ?? environment["DATABASE_URL"], !url.isEmpty {
             var configuration = try Self.configuration(fromURL: url)
@@ -63,6 +65,7 @@ public struct Database: Sendable {
             return (Database(configuration: configuration, embedded: nil), false)
         }
         let embedded = EmbeddedPostgres(dataDirectory: EmbeddedPostgres.defaultDataDirectory(environment: environment))
+        guard creating || embedded.isInitialised else { throw NoLedgerDatabase(dataDirectory: embedded.dataDirectory.path) }
         let started = try embedded.start()
         try embedded.createDatabaseIfMissing()
         var configuration = embedded.configuration()
@@ -119,6 +122,23 @@ public struct Database: Sendable {
             Task { await running.value; resume() }
             Task { try? await Task.sleep(for: limit); resume() }
         }
+    }
+}
+
+/// A command that only uses a ledger found none: no `DATABASE_URL`, and no embedded cluster where it looked.
+public struct NoLedgerDatabase: Error, CustomStringConvertible {
+    public let dataDirectory: String
+    public var description: String {
+        "no ledger database in \(dataDirectory) (LEDGER_DATA_DIR, default ./.ledger): set LEDGER_DATA_DIR to the "
+            + "directory `ledger serve` uses, or DATABASE_URL; only `ledger serve` and `ledger migrate` create one"
+    }
+}
+
+extension Database {
+    /// Which database this is, for a command that found nothing in it.
+    public var name: String {
+        if let embedded { return "the embedded database in \(embedded.dataDirectory.path)" }
+        return "database \(configuration.database ?? "(default)") from DATABASE_URL"
     }
 }
 

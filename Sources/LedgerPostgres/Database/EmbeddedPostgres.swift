@@ -31,6 +31,11 @@ public struct EmbeddedPostgres: Sendable {
     /// Where clients connect.
     public var socketPath: String { socketDirectory.appendingPathComponent(".s.PGSQL.5432").path }
 
+    /// Whether a cluster was initialised here.
+    public var isInitialised: Bool {
+        FileManager.default.fileExists(atPath: clusterDirectory.appendingPathComponent("PG_VERSION").path)
+    }
+
     /// Initialises the cluster on first use and starts it unless it is running.
     /// Returns true when this call started it (and so should stop it when done).
     @discardableResult
