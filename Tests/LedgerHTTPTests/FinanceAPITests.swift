@@ -37,6 +37,18 @@ struct FinanceAPITests {
         }
     }
 
+    /// One time format everywhere: a detail's time used to be PostgreSQL's `2026-11-25 04:19:42.344671+00`.
+    @Test func anAnomalysDetailWritesItsTimeAsTheAPIDoes() async throws {
+        try await API.run { api in
+            let lifecycle = Lifecycle()
+            for event in [lifecycle.created, lifecycle.queued, lifecycle.receipt] { _ = try await api.post("lost-1", event, token: "writer") }
+            let answer = try await api.get("/v1/anomalies?kind=lost_order&olderThan=0s", token: "finance")
+            let lost = try #require(answer.json["anomalies"]?.elements.first)
+            guard case .string(let since)? = lost["since"] else { Issue.record("\(answer.bodyText)"); return }
+            #expect(lost["detail"] == .string("paid but not credited: receipt_received since \(since)"), "\(answer.bodyText)")
+        }
+    }
+
     /// `groupBy=product,product` once killed `ledger serve` (a dictionary built from duplicate keys). A repeated,
     /// empty or doubly-given name is the caller's mistake: 400 naming the parameter and the name, and the service
     /// goes on answering.

@@ -31,6 +31,12 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     /// not in ISO form, an amount past the bound): kept verbatim, not applied to any order.
     case refusedProviderMessage = "refused_provider_message"
 
+    /// A time in a detail's text written as every other time the ledger prints (RFC 3339, UTC, microseconds), not in
+    /// PostgreSQL's own `2026-11-25 04:19:42.344671+00`.
+    fileprivate static func rfc3339(_ column: String) -> String {
+        "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+    }
+
     /// How old a case must be before it is reported (`olderThan` overrides it).
     public var defaultThreshold: Duration {
         switch self {
@@ -52,7 +58,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         }
         switch self {
         case .lostOrder:
-            return select("updated_at", "'paid but not credited: ' || state || ' since ' || updated_at",
+            return select("updated_at", "'paid but not credited: ' || state || ' since ' || \(Self.rfc3339("updated_at"))",
                           "state IN ('receipt_received', 'verification_failed', 'verified')")
         case .notFinished:
             return select("granted_at", "'granted, never finished: the provider will keep re-delivering ' || coalesce(transaction_id, '')",
@@ -85,7 +91,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         case .refundedAtProvider, .amountMismatch, .consumptionRequest:
             let (effects, condition, detail) = switch self {
             case .refundedAtProvider:
-                (["refund"], "o.granted_at IS NOT NULL", "'refunded at ' || m.provider || ' after the grant of ' || o.granted_at")
+                (["refund"], "o.granted_at IS NOT NULL", "'refunded at ' || m.provider || ' after the grant of ' || \(Self.rfc3339("o.granted_at"))")
             case .amountMismatch:
                 (["payment", "refund"], """
                  m.amount_value IS NOT NULL AND CASE m.effect
