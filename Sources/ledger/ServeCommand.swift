@@ -46,7 +46,13 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "ledger")
         let verifiers = try providers.load(logger: logger)
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
-        let (resolved, startedEmbedded) = try Database.resolve(url: database.url, poolSize: poolSize)
+        let lock = try ServeLock.acquire(url: database.url)
+        let (resolved, started) = try Database.resolve(url: database.url, poolSize: poolSize)
+        // Holding the lock, a cluster found running was left by a serve that ended without stopping it: it is ours now.
+        let startedEmbedded = started || lock != nil
+        if let lock, !started {
+            logger.notice("adopting the embedded database left running in \(lock.directory.path) (the serve before this one ended without stopping it); it stops when this one does")
+        }
         defer {
             if startedEmbedded {
                 logger.info("stopping the embedded database")
@@ -78,8 +84,15 @@ struct ServeCommand: AsyncParsableCommand {
             let interval = Duration.seconds(sealInterval)
             loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, client: client, logger: logger) })
         }
-        try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
-            try await ServeServices.run(app: app, loops: loops, clients: clients, logger: logger)
+        do {
+            try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
+                try await ServeServices.run(app: app, loops: loops, clients: clients, logger: logger)
+            }
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw CommandFailure("""
+                port \(port) on \(host) is already in use (another ledger serve?): stop that process, or choose another \
+                port with --port or PORT (0: any free port)
+                """)
         }
     }
 }

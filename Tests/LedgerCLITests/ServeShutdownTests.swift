@@ -68,6 +68,35 @@ struct ServeShutdownTests {
         #expect(!FileManager.default.fileExists(atPath: postmaster.path), "the cluster serve started is stopped: \(server.standardError)")
     }
 
+    /// A second serve on one data directory used to start silently, and the first one's stop took the cluster from
+    /// under it; after a `kill -9`, the next serve left the orphaned cluster running at its own stop.
+    @Test func oneServePerDataDirectoryAndAnOrphanedClusterIsAdoptedAndStopped() async throws {
+        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-lock-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dataDirectory) }
+        let environment = ["LEDGER_DATA_DIR": dataDirectory.path]
+        let first = try await RunningServer.start(databaseURL: "", environment: environment)
+        defer { first.stop() }
+        let second = try await LedgerBinary.run(["serve", "--port", "0"], databaseURL: "", environment: environment)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another ledger serve (pid \(first.launch.process.processIdentifier)) is using"), "\(second.stderr)")
+        // The port is taken too: said as such, with what to do.
+        let samePort = try await LedgerBinary.run(["serve", "--port", String(first.port)], databaseURL: "",
+                                                  environment: ["LEDGER_DATA_DIR": dataDirectory.path + "-other"])
+        try? FileManager.default.removeItem(atPath: dataDirectory.path + "-other")
+        #expect(samePort.stderr.contains("port \(first.port) on 127.0.0.1 is already in use"), "\(samePort.stderr)")
+
+        first.killAbruptly()
+        _ = await first.exitStatus(within: Self.exitLimit)
+        let postmaster = dataDirectory.appendingPathComponent("pg/postmaster.pid")
+        #expect(FileManager.default.fileExists(atPath: postmaster.path), "kill -9 leaves the cluster running")
+        let next = try await RunningServer.start(databaseURL: "", environment: environment)
+        defer { next.stop() }
+        #expect(next.standardError.contains("adopting the embedded database left running in \(dataDirectory.path)"), "\(next.standardError)")
+        next.terminate()
+        #expect(await next.exitStatus(within: Self.exitLimit) == 0)
+        #expect(!FileManager.default.fileExists(atPath: postmaster.path), "the adopted cluster is stopped with the serve that adopted it")
+    }
+
     /// 3,000 unsealed events: the first seal of the serve started next works through them for a while.
     static func recordBacklog(on client: PostgresClient) async throws {
         let ledger = Ledger(client: client)
@@ -106,7 +135,7 @@ struct ServeShutdownTests {
             group.addTask {
                 try? await Task.sleep(for: .milliseconds(1100))
                 server.terminate()
-                let status = await server.exitStatus(within: exitLimit)
+                let status = await server.exitStatus(within: Self.exitLimit)
                 done.set()
                 return status ?? -1
             }
