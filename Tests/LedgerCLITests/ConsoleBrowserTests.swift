@@ -96,6 +96,13 @@ struct ConsoleBrowserTests {
         #expect(states == ["created", "payment_queued", "receipt_received", "verified", "granted", "finished"])
         #expect(try await browser.text("#chain-status").contains("verifies"))
         #expect(try await browser.run("return document.querySelectorAll('#story .ok').length") == 6)
+        // Times as the CLI prints them, to the millisecond, the zone named: the same on every page.
+        let times = try await browser.run("return [...document.querySelectorAll('#story time')].map(t => t.textContent)")
+        #expect(times.elements.count >= 6, "\(times)")
+        #expect(times.elements.allSatisfy { time in
+            guard case .string(let text) = time else { return false }
+            return text.range(of: #"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} UTC$"#, options: .regularExpression) != nil
+        }, "\(times)")
         try await browser.screenshot("order-story", in: Self.screenshots)
         // On a phone's width the page does not scroll sideways: wide tables scroll inside their own box.
         try await browser.resize(width: 390, height: 844)
@@ -170,6 +177,7 @@ struct ConsoleBrowserTests {
         let differing = try await browser.text("#reconciliation-rows")
         #expect(differing.contains("tx-only-at-apple") && differing.contains("missing_in_ledger"))
         #expect(try await browser.text("#reconciliation-summary").contains("matched"))
+        #expect(try await !browser.text("main").contains("null"), "no literal null beside the download button")
 
         // Hostile data is shown as text and never runs.
         try await search(browser, "order-hostile")

@@ -29,11 +29,12 @@ function show(...nodes) {
   main.focus({ preventScroll: true });
 }
 
-/** A time in the browser's zone, UTC on hover. */
+/** A time as the CLI prints it, on every page alike: 24-hour, to the millisecond (events of one order are often
+ *  recorded within one second), the zone named; the full RFC 3339 time on hover. */
 function time(iso) {
   if (!iso) return el("span", { class: "muted" }, "—");
-  const date = new Date(iso);
-  return el("time", { datetime: iso, title: iso + " (UTC)" }, date.toLocaleString());
+  const shown = new Date(iso).toISOString().replace("T", " ").replace("Z", " UTC");
+  return el("time", { datetime: iso, title: iso }, shown);
 }
 
 function money(value) {
@@ -432,7 +433,7 @@ function reconcile() {
           r.line === null ? "—" : String(r.line), r.result, r.transactionId || "—", r.orderId ? orderLink(r.orderId) : "—",
           r.ledger ? `${r.ledger.state} ${money(r.ledger.amount)}` : "—", r.provider ? `${r.provider.status} ${money(r.provider.amount)}` : "—",
           r.problem || ""]), { id: "reconciliation-rows" }) : el("p", {}, "Every row matched."),
-        answer.truncated ? el("p", { class: "muted" }, `${answer.rowsOmitted} more rows not listed: download them all.`) : null,
+        ...(answer.truncated ? [el("p", { class: "muted" }, `${answer.rowsOmitted} more rows not listed: download them all.`)] : []),
         save);
     });
   });
