@@ -78,8 +78,13 @@ struct ConsoleBrowserTests {
         _ browser: HeadlessBrowser, server: RunningServer, scenario: Scenario, secret: String, readerOnly: String
     ) async throws {
         let console = "http://127.0.0.1:\(server.port)/console/"
-        // Sign in: the token is asked for, kept for the tab.
+        // Sign in: the token is asked for, checked at once (a wrong one is said beside the field), kept for the tab.
         try await browser.open(console)
+        try await browser.type("olt_" + String(repeating: "x", count: 43), into: "#token")
+        try await browser.click("#signin button")
+        try await browser.waitUntil("document.getElementById('signin-error')?.textContent.includes('does not know this token')")
+        #expect(try await browser.run("return sessionStorage.length") == 0, "a refused token is not kept")
+        try await browser.run("document.getElementById('token').value = ''")
         try await browser.type(secret, into: "#token")
         try await browser.click("#signin button")
         try await browser.waitUntil("document.querySelector('main h1')?.textContent === 'Find an order'")

@@ -122,9 +122,24 @@ function signIn() {
     el("h1", {}, "Sign in"),
     el("p", {}, "Paste an API token (", el("code", {}, "ledger tokens create"), "). It is kept for this tab only and sent to the ledger as a bearer header."),
     el("div", { class: "controls" }, el("label", {}, "Token", input), el("button", { type: "submit" }, "Sign in")));
-  form.addEventListener("submit", (event) => {
+  const refusal = el("p", { id: "signin-error", class: "field-error", role: "alert" });
+  form.append(refusal);
+  // The token is tried at once: a wrong one is said here, not at the first search. A 403 is a valid token without
+  // the scope this probe needs: the views say which scope they want.
+  form.addEventListener("submit", async (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    refusal.textContent = "";
+    try {
+      await api("/v1/ledger/digest");
+    } catch (error) {
+      if (error instanceof Problem && error.status === 401) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        refusal.textContent = "The ledger does not know this token, or it was revoked. Check it, or ask an operator for one.";
+        input.focus();
+        return;
+      }
+    }
     location.hash = "#/";
   });
   show(form);
