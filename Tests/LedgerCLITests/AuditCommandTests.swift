@@ -98,6 +98,12 @@ struct AuditCommandTests {
             #expect(csv.stdout.split(separator: "\n").count == 1 + 18)
             let one = try await LedgerBinary.run(["export", "--order", "order-2"], databaseURL: url)
             #expect(one.stdout.split(separator: "\n").count == 6)
+            // Periods take a date (UTC; --to includes the whole day) as well as an RFC 3339 time.
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let day = try await LedgerBinary.run(["export", "--from", today, "--to", today], databaseURL: url)
+            #expect(day.status == 0 && day.stdout.split(separator: "\n").count == 18, "\(day.stderr)")
+            let before = try await LedgerBinary.run(["export", "--to", "2020-01-01"], databaseURL: url)
+            #expect(before.status == 0 && before.stdout.isEmpty, "\(before.stderr)")
             let rebuild = try await LedgerBinary.run(["rebuild"], databaseURL: url)
             #expect(rebuild.status == 0)
             #expect(rebuild.stdout.hasPrefix("rebuilt 3 orders from 18 events"))

@@ -14,10 +14,13 @@ public struct EventExport: Sendable {
         case position(Int64)
         case time(Date)
 
-        /// Digits are a position; anything else must be an RFC 3339 time.
-        public init?(_ text: String) {
+        /// Digits are a position; a date (YYYY-MM-DD, UTC) is its first instant, or with `endOfDay` (`--to`: the
+        /// whole day included) its last microsecond; anything else must be an RFC 3339 time.
+        public init?(_ text: String, endOfDay: Bool = false) {
             if let position = Int64(text), position >= 0 {
                 self = .position(position)
+            } else if CalendarDate.isValid(text), let start = RFC3339.parse(text + "T00:00:00Z") {
+                self = .time(endOfDay ? start.addingTimeInterval(86_400 - 0.000_001) : start)
             } else if let time = RFC3339.parse(text) {
                 self = .time(time)
             } else {
