@@ -52,7 +52,7 @@ struct FinanceRoutes {
         guard contentType == "text/csv" else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be text/csv", details: ["field": "Content-Type"])
         }
-        let file = try await RequestBody.collect(request, upTo: Self.maximumFileSize)
+        let file = try await RequestBodyReader.collect(request, upTo: Self.maximumFileSize)
         let bytes = Array(file.readableBytesView)
         let reconciliation = Reconciliation(client: client)
         if ReconciliationAnswer.wantsCSV(request.headers[.accept]) {

@@ -22,7 +22,7 @@ enum JSONResponse {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be application/json",
                            details: ["field": "Content-Type"])
         }
-        let buffer = try await RequestBody.collect(request, upTo: maximumBodySize)
+        let buffer = try await RequestBodyReader.collect(request, upTo: maximumBodySize)
         do {
             return try JSONValue(parsing: buffer.readableBytesView)
         } catch let error as JSONSyntaxError {

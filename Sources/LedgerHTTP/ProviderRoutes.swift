@@ -45,7 +45,7 @@ struct ProviderRoutes {
     @Sendable func alipayNotification(_ request: Request, context: Context) async throws -> Response {
         do {
             guard let verifier = verifiers.alipay else { throw Self.notConfigured(.alipay) }
-            let body = try await RequestBody.collect(request, upTo: JSONResponse.maximumBodySize)
+            let body = try await RequestBodyReader.collect(request, upTo: JSONResponse.maximumBodySize)
             let notification: AlipayNotification
             do {
                 notification = try verifier.verify(body: body.readableBytesView)
@@ -71,7 +71,7 @@ struct ProviderRoutes {
             let headers = WeChatPayHeaders(
                 timestamp: try header("Wechatpay-Timestamp"), nonce: try header("Wechatpay-Nonce"),
                 signature: try header("Wechatpay-Signature"), serial: try header("Wechatpay-Serial"))
-            let body = try await RequestBody.collect(request, upTo: JSONResponse.maximumBodySize)
+            let body = try await RequestBodyReader.collect(request, upTo: JSONResponse.maximumBodySize)
             let notification: WeChatPayNotification
             do {
                 notification = try verifier.verify(headers: headers, body: body.readableBytesView, now: Date())

@@ -23,6 +23,8 @@ struct ServeCommand: AsyncParsableCommand {
     var databaseDeadline = 5
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may send no complete request part before it is closed (0: never).")
     var idleTimeout = 30
+    @Option(name: .customLong("body-timeout"), help: "Seconds a request's body may take to arrive before it is answered 408.")
+    var bodyTimeout = 30
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -31,6 +33,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...31_536_000).contains(sealInterval) else { throw ValidationError("--seal-interval must be 0 to 31536000 seconds") }
         guard poolSize >= 1 else { throw ValidationError("--pool-size must be at least 1") }
         guard (0...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 0 to 86400 seconds") }
+        guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds") }
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
@@ -86,7 +89,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
-                try await ServeServices.run(app: app, loops: loops, clients: clients, logger: logger)
+                try await RequestBodyReader.$timeout.withValue(.seconds(bodyTimeout)) {
+                    try await ServeServices.run(app: app, loops: loops, clients: clients, logger: logger)
+                }
             }
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw CommandFailure("""

@@ -11,7 +11,7 @@ struct ConnectionTimeoutTests {
     @Test func idleAndTricklingConnectionsAreClosedAndAnOversizedBodyIsRefusedUnread() async throws {
         try await TestDatabase.withURL { url, client in
             let token = try await TokenStore(client: client).create(name: "writer", scopes: [.eventsWrite])
-            let server = try await RunningServer.start(databaseURL: url, arguments: ["--idle-timeout", "1"])
+            let server = try await RunningServer.start(databaseURL: url, arguments: ["--idle-timeout", "1", "--body-timeout", "2"])
             defer { server.stop() }
 
             let idle = try RawConnection(port: server.port)
@@ -26,6 +26,16 @@ struct ConnectionTimeoutTests {
             }
             let cutOff = closed
             #expect(await blocking { cutOff || trickle.waitForClose(atMost: 1) }, "a header trickled a byte at a time is cut off")
+
+            // A body a byte at a time: every byte is activity to the idle timeout, but the body has 2 s to arrive.
+            let slowBody = try RawConnection(port: server.port)
+            #expect(slowBody.send(Array("POST /v1/orders/o-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n".utf8)))
+            for _ in 0..<20 {
+                guard slowBody.send(Array("{".utf8)) else { break }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            let slowAnswer = await blocking { slowBody.readAnswer(atMost: 20) }
+            #expect(slowAnswer.hasPrefix("HTTP/1.1 408"), "\(slowAnswer)")
 
             // 100 MB declared, none sent: the answer comes at once.
             let oversized = try RawConnection(port: server.port)

@@ -1,0 +1,47 @@
+import Hummingbird
+import NIOCore
+
+/// Reads a request's body up to a limit. A body past it is a 413 naming the limit; when the client declared its size
+/// (`Content-Length`), it is refused before a byte of it is read, and the connection is closed rather than drained
+/// (a 100 MB body used to be read for 10 s before the answer).
+///
+/// A body must also arrive within `timeout` (`serve --body-timeout`): one sent a byte at a time kept its connection,
+/// since every byte read counts as activity for the idle timeout.
+public enum RequestBodyReader {
+    @TaskLocal public static var timeout: Duration = .seconds(30)
+
+    static func collect(_ request: Request, upTo limit: Int) async throws -> ByteBuffer {
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw tooLarge(limit)
+        }
+        let timeout = Self.timeout
+        do {
+            return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+                group.addTask {
+                    var request = request
+                    return try await request.collectBody(upTo: limit)
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let body = first else { throw tooSlow(timeout) }
+                return body
+            }
+        } catch is NIOTooManyBytesError {
+            throw tooLarge(limit)
+        }
+    }
+
+    static func tooSlow(_ timeout: Duration) -> APIError {
+        APIError(.requestTimeout, "request_timeout", "the request body did not arrive within \(timeout.components.seconds) s",
+                 headers: [.connection: "close"])
+    }
+
+    static func tooLarge(_ limit: Int) -> APIError {
+        let size = limit >= 1024 * 1024 ? "\(limit / (1024 * 1024)) MiB" : "\(limit / 1024) KiB"
+        return APIError(.contentTooLarge, "payload_too_large", "the request body is larger than \(size)",
+                        details: ["limit": .int(Int64(limit))], headers: [.connection: "close"])
+    }
+}
