@@ -75,7 +75,8 @@ struct VerifyCommand: AsyncParsableCommand {
 enum VerifyReportText {
     static func render(_ report: VerificationReport) -> String {
         var lines = [
-            "checked \(report.eventsChecked) events, \(report.ordersChecked) orders, \(report.checkpointsChecked) stored digest checkpoints"
+            "checked " + counted(report.eventsChecked, "event") + ", " + counted(report.ordersChecked, "order") + ", "
+                + counted(report.checkpointsChecked, "stored digest checkpoint")
         ]
         lines.append(report.brokenEvents.isEmpty ? "hash chains: ok" : "hash chains: \(report.brokenEvents.count) broken")
         for broken in report.brokenEvents {
@@ -106,4 +107,9 @@ enum VerifyReportText {
         lines.append(report.passed ? "PASSED" : "FAILED")
         return lines.joined(separator: "\n")
     }
+}
+
+/// "1 order", "2 orders".
+func counted(_ count: some BinaryInteger, _ noun: String) -> String {
+    "\(count) \(noun)\(count == 1 ? "" : "s")"
 }

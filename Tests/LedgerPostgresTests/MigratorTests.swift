@@ -98,3 +98,31 @@ struct MigratorTests {
         }
     }
 }
+
+/// Run as root, the quick start's `swift run ledger serve` stopped and asked for LEDGER_DATA_DIR: PostgreSQL runs as
+/// `postgres`, which cannot reach `./.ledger` under a private directory such as /root.
+@Suite("Embedded database: where it lives")
+struct DataDirectoryTests {
+    @Test func asRootUnderAPrivateDirectoryTheDefaultIsOnePostgresCanReachAndStaysTheSame() throws {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("private-\(UUID().uuidString)")
+        let project = parent.appendingPathComponent("my project")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: parent) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: parent.path)
+
+        let first = EmbeddedPostgres.defaultDataDirectory(environment: [:], workingDirectory: project.path, asRoot: true)
+        #expect(first.path.hasPrefix("/var/tmp/orderledger/myproject-"), "\(first.path)")
+        #expect(EmbeddedPostgres.defaultDataDirectory(environment: [:], workingDirectory: project.path, asRoot: true) == first,
+                "the next start finds the same directory")
+        let other = parent.appendingPathComponent("other")
+        #expect(EmbeddedPostgres.defaultDataDirectory(environment: [:], workingDirectory: other.path, asRoot: true) != first)
+        // Not root, or a directory others can reach: ./.ledger as before; LEDGER_DATA_DIR always wins.
+        #expect(EmbeddedPostgres.defaultDataDirectory(environment: [:], workingDirectory: project.path, asRoot: false)
+            == project.appendingPathComponent(".ledger"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: parent.path)
+        #expect(EmbeddedPostgres.defaultDataDirectory(environment: [:], workingDirectory: project.path, asRoot: true)
+            == project.appendingPathComponent(".ledger"))
+        #expect(EmbeddedPostgres.defaultDataDirectory(environment: ["LEDGER_DATA_DIR": "/srv/ledger"], workingDirectory: project.path,
+                                                      asRoot: true).path == "/srv/ledger")
+    }
+}

@@ -17,12 +17,37 @@ public struct EmbeddedPostgres: Sendable {
         self.maximumConnections = maximumConnections
     }
 
-    /// `LEDGER_DATA_DIR`, or `.ledger` in the working directory.
-    public static func defaultDataDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+    /// `LEDGER_DATA_DIR`, or `.ledger` in the working directory. Run as root (a container, CI), the cluster runs as
+    /// `postgres`, which cannot reach a directory under a private one such as `/root`: then the default is a directory
+    /// of its own under `/var/tmp/orderledger`, named after the working directory, so the next start (and every
+    /// command run from there) finds the same one. `serve` says which it uses.
+    public static func defaultDataDirectory(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        workingDirectory: String = FileManager.default.currentDirectoryPath, asRoot: Bool = geteuid() == 0
+    ) -> URL {
         if let path = environment["LEDGER_DATA_DIR"], !path.isEmpty {
             return URL(fileURLWithPath: path, isDirectory: true)
         }
-        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true).appendingPathComponent(".ledger")
+        let working = URL(fileURLWithPath: workingDirectory, isDirectory: true)
+        guard asRoot, !reachableByOthers(working) else { return working.appendingPathComponent(".ledger") }
+        // FNV-1a: stable from run to run, unlike Swift's hashing.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in working.standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        let name = working.lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.prefix(32)
+        return URL(fileURLWithPath: "/var/tmp/orderledger", isDirectory: true)
+            .appendingPathComponent("\(name.isEmpty ? "ledger" : String(name))-\(String(hash, radix: 16).prefix(8))")
+    }
+
+    /// Whether every directory from `/` down to `directory` lets other users through (the `x` bit for others).
+    static func reachableByOthers(_ directory: URL) -> Bool {
+        var path = directory.standardizedFileURL.path
+        while true {
+            var status = stat()
+            if stat(path, &status) == 0, status.st_mode & S_IXOTH == 0 { return false }
+            let parent = (path as NSString).deletingLastPathComponent
+            if parent == path || parent.isEmpty { return true }
+            path = parent
+        }
     }
 
     var clusterDirectory: URL { dataDirectory.appendingPathComponent("pg") }
