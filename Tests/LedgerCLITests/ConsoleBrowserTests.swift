@@ -95,6 +95,7 @@ struct ConsoleBrowserTests {
         try await search(browser, "order-normal")
         _ = try await browser.element("#story tbody tr:nth-child(6)")
         #expect(try await browser.text("#order-state") == "finished")
+        #expect(try await browser.text("#order-facts").contains("4.99 USD"), "money as money, not 499 USD")
         let types = try await browser.run("return [...document.querySelectorAll('#story tbody tr')].map(r => r.cells[3].textContent)")
         #expect(types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
         let states = try await browser.run("return [...document.querySelectorAll('#story tbody tr')].map(r => r.cells[6].textContent)")
@@ -164,8 +165,13 @@ struct ConsoleBrowserTests {
         let report = try await server.get("/v1/reports/revenue?from=\(today)&to=\(today)&groupBy=currency&timezone=UTC", token: secret)
         let usd = report["rows"]?.elements.first { $0["currency"] == "USD" }
         let granted = usd?["granted"]?["amount"], refunded = usd?["refunded"]?["amount"], net = usd?["net"]
+        // Money as money, by USD's exponent: the API's minor units over 100.
+        func dollars(_ value: JSONValue?) -> String {
+            guard case .int(let cents)? = value else { return "?" }
+            return Money.formatted(minorUnits: cents, currency: "USD")
+        }
         #expect(try await browser.text("#revenue-totals")
-            == "Total in USD: granted \(granted?.canonicalJSON ?? "?"), refunded \(refunded?.canonicalJSON ?? "?"), net \(net?.canonicalJSON ?? "?") (minor units)")
+            == "Total in USD: granted \(dollars(granted)), refunded \(dollars(refunded)), net \(dollars(net)) USD")
 
         // Reconciliation: a provider file with one transaction the ledger never saw.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("apple-\(UUID().uuidString).csv")

@@ -37,9 +37,18 @@ function time(iso) {
   return el("time", { datetime: iso, title: iso }, shown);
 }
 
+/** Money as people read it, as the CLI prints it: minor units placed by the currency's ISO 4217 exponent (the
+ *  browser's own ISO data), thousands grouped: 4.99 USD, 1,200 JPY, 1.000 KWD. The API keeps integer minor units. */
 function money(value) {
   if (!value || typeof value !== "object") return "—";
-  return `${value.value} ${value.currency}`;
+  return amount(value.value, value.currency) + " " + value.currency;
+}
+
+function amount(minorUnits, currency) {
+  let digits = 2;
+  try { digits = new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits; } catch { /* not ISO: 2 */ }
+  return new Intl.NumberFormat("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    .format(minorUnits / 10 ** digits);
 }
 
 function table(headers, rows, options = {}) {
@@ -373,7 +382,8 @@ async function revenue(params) {
     });
     const totals = rows.reduce((t, r) => ({ granted: t.granted + r.granted.amount, refunded: t.refunded + r.refunded.amount, net: t.net + r.net }),
       { granted: 0, refunded: 0, net: 0 });
-    const csv = ["day,currency,granted_count,granted_amount,refunded_count,refunded_amount,net"]
+    // The same columns as `ledger report revenue --csv` (integer minor units in the *_minor columns).
+    const csv = ["day,currency,granted,granted_amount_minor,refunded,refunded_amount_minor,net_minor"]
       .concat(rows.map((r) => [r.day, r.currency, r.granted.count, r.granted.amount, r.refunded.count, r.refunded.amount, r.net].join(",")))
       .join("\n") + "\n";
     const save = el("button", { type: "button", class: "secondary", id: "revenue-csv" }, "Download CSV");
@@ -381,9 +391,12 @@ async function revenue(params) {
     show(
       el("h1", {}, "Revenue"), form,
       rows.length ? chart(rows) : el("p", {}, "Nothing granted or refunded in this period."),
-      el("p", { id: "revenue-totals" }, `Total in ${currency || "—"}: granted ${totals.granted}, refunded ${totals.refunded}, net ${totals.net} (minor units)`),
+      el("p", { id: "revenue-totals" }, currency
+        ? `Total in ${currency}: granted ${amount(totals.granted, currency)}, refunded ${amount(totals.refunded, currency)}, net ${amount(totals.net, currency)} ${currency}`
+        : "Total: —"),
       table(["Day", "Granted", "Granted amount", "Refunded", "Refunded amount", "Net"], rows.map((r) =>
-        [r.day, String(r.granted.count), String(r.granted.amount), String(r.refunded.count), String(r.refunded.amount), String(r.net)]),
+        [r.day, String(r.granted.count), money({ value: r.granted.amount, currency: r.currency }), String(r.refunded.count),
+         money({ value: r.refunded.amount, currency: r.currency }), money({ value: r.net, currency: r.currency })]),
       { id: "revenue", numeric: ["Granted", "Granted amount", "Refunded", "Refunded amount", "Net"] }),
       save);
   });
@@ -408,9 +421,9 @@ function chart(rows) {
     const x = pad + i * step + step * 0.15, w = Math.max(1, step * 0.7);
     const up = (r.granted.amount / peak) * (mid - pad), down = (r.refunded.amount / peak) * (height - mid - pad);
     const bar = svg("rect", { class: "granted", x, y: mid - up, width: w, height: up });
-    bar.append(svg("title", {}, `${r.day}: granted ${r.granted.amount}`));
+    bar.append(svg("title", {}, `${r.day}: granted ${money({ value: r.granted.amount, currency: r.currency })}`));
     const back = svg("rect", { class: "refunded", x, y: mid, width: w, height: down });
-    back.append(svg("title", {}, `${r.day}: refunded ${r.refunded.amount}`));
+    back.append(svg("title", {}, `${r.day}: refunded ${money({ value: r.refunded.amount, currency: r.currency })}`));
     root.append(bar, back);
     if (rows.length <= 12 || i % Math.ceil(rows.length / 12) === 0) root.append(svg("text", { x, y: height - 6 }, r.day.slice(5)));
   });
@@ -437,7 +450,7 @@ function reconcile() {
     attemptInto(result, "finance:read", async () => {
       const answer = (await api(path, { method: "POST", body: chosen, contentType: "text/csv" })).json;
       const summary = Object.entries(answer.summary).filter(([, v]) => v.count > 0)
-        .map(([k, v]) => [k, String(v.count), Object.entries(v.amounts).map(([c, a]) => `${a} ${c}`).join(", ")]);
+        .map(([k, v]) => [k, String(v.count), Object.entries(v.amounts).map(([c, a]) => money({ value: a, currency: c })).join(", ")]);
       const save = el("button", { type: "button", class: "secondary", id: "reconciliation-csv" }, "Download every row (CSV)");
       save.addEventListener("click", () => attemptInto(result, "finance:read", async () =>
         download("reconciliation.csv", "text/csv", await api(path, { method: "POST", body: chosen, contentType: "text/csv", accept: "text/csv" }))));
