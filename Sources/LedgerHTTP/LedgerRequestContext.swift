@@ -33,7 +33,9 @@ extension LedgerRequestContext {
     /// looks up, or echoes in its 404, an id the ledger could never have stored (`..`, 80 KB of text).
     func pathId(_ name: String) throws -> String {
         let id = try parameters.require(name)
-        guard Identifier.isValid(id) else { throw APIError.invalidRequest(field: name, "\(name) " + Identifier.rule) }
+        let (valid, rule) = name == "orderId"
+            ? (Identifier.isValidOrderId(id), Identifier.orderRule) : (Identifier.isValid(id), Identifier.rule)
+        guard valid else { throw APIError.invalidRequest(field: name, "\(name) " + rule) }
         return id
     }
 }

@@ -176,8 +176,9 @@ struct LengthAndIdRulesTests {
     }
 
     @Test(arguments: [".", "..", "..."])
-    func dotsAloneAreNoId(id: String) {
-        #expect(!Identifier.isValid(id))
-        #expect(Identifier.isValid("a.b") && Identifier.isValid(".a"))
+    func dotsAloneAreNoOrderId(id: String) {
+        #expect(!Identifier.isValidOrderId(id))
+        #expect(Identifier.isValid(id), "ids inside stored events keep the rule they were stored under")
+        #expect(Identifier.isValidOrderId("a.b") && Identifier.isValidOrderId(".a"))
     }
 }

@@ -35,8 +35,8 @@ public struct Ledger: Sendable {
     public func record(
         orderId: String, events submissions: [Submission], expectedVersion: ExpectedVersion = .any, metadata: EventMetadata
     ) async throws -> Recorded {
-        guard Identifier.isValid(orderId) else {
-            throw LedgerError.invalidEvent(field: "orderId", message: "orderId " + Identifier.rule)
+        guard Identifier.isValidOrderId(orderId) else {
+            throw LedgerError.invalidEvent(field: "orderId", message: "orderId " + Identifier.orderRule)
         }
         let events = try Self.parse(submissions)
         return try await record(
