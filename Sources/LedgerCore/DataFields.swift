@@ -8,8 +8,14 @@ struct DataFields {
     /// Where this object sits, e.g. `data` or `data.amount`.
     let path: String
 
+    /// Which rules a value is read by: those for a new event, or the loosest any stored event was written under.
+    enum Rules {
+        case new, stored
+    }
+    let rules: Rules
+
     /// `owner` names what the object is in the unknown-field message ("order.created", "an amount").
-    init(_ value: JSONValue, path: String, owner: String, allowing allowed: Set<String>) throws(EventValidationError) {
+    init(_ value: JSONValue, path: String, owner: String, allowing allowed: Set<String>, rules: Rules) throws(EventValidationError) {
         guard case .object(let members) = value else {
             throw .invalidField(field: path, message: "\(path) must be a JSON object")
         }
@@ -19,6 +25,7 @@ struct DataFields {
         }
         self.members = members
         self.path = path
+        self.rules = rules
     }
 
     func name(_ key: String) -> String { "\(path).\(key)" }
@@ -54,7 +61,8 @@ struct DataFields {
     /// combining accents is one grapheme, and 50,001 characters here); `printable` also refuses control characters.
     func text(_ key: String, length: ClosedRange<Int>, printable: Bool = false) throws(EventValidationError) -> String? {
         guard let text = try string(key) else { return nil }
-        guard length.contains(text.unicodeScalars.count) else {
+        // Stored events were held to what a font draws as one character (graphemes, never more than scalars).
+        guard length.contains(rules == .new ? text.unicodeScalars.count : text.count) else {
             throw refuse(key, "must be \(length.lowerBound) to \(length.upperBound) characters long")
         }
         if printable, text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
@@ -119,9 +127,11 @@ struct DataFields {
     /// `{"value": minor units from 0 to `Money.maximumValue`, "currency": "USD"}`.
     func money(_ key: String) throws(EventValidationError) -> Money? {
         guard let value = value(key) else { return nil }
-        let money = try DataFields(value, path: name(key), owner: "an amount", allowing: ["value", "currency"])
+        let money = try DataFields(value, path: name(key), owner: "an amount", allowing: ["value", "currency"], rules: rules)
+        // Amounts were unbounded before `Money.maximumValue`: a stored one reads back whatever it is.
+        let maximum = rules == .new ? Money.maximumValue : Int64.max
         let minorUnits = try money.required("value") { key throws(EventValidationError) in
-            try money.integer(key, in: 0...Money.maximumValue, rule: "must be a whole number of minor units from 0 to \(Money.maximumValue)")
+            try money.integer(key, in: 0...maximum, rule: "must be a whole number of minor units from 0 to \(maximum)")
         }
         let currency = try money.required("currency", money.string)
         guard currency.utf8.count == 3, currency.utf8.allSatisfy({ (65...90).contains($0) }) else {

@@ -1,11 +1,22 @@
 import Foundation
 
 extension OrderEvent {
-    /// Parses and validates a posted (or stored) event: a known type, data an object with only that type's
-    /// fields, every field well-formed. Throws naming the first bad field.
+    /// Parses and validates a posted event: a known type, data an object with only that type's fields, every field
+    /// well-formed. Throws naming the first bad field.
     public init(type: String, data: JSONValue) throws(EventValidationError) {
+        try self.init(type: type, data: data, rules: .new)
+    }
+
+    /// Parses an event read back from the log, by the rules it was written under: rules only ever tighten for new
+    /// events (an amount's bound, lengths counted in Unicode scalars), and an event written before must still read
+    /// back, since it can never be changed.
+    public init(storedType type: String, data: JSONValue) throws(EventValidationError) {
+        try self.init(type: type, data: data, rules: .stored)
+    }
+
+    init(type: String, data: JSONValue, rules: DataFields.Rules) throws(EventValidationError) {
         guard let eventType = EventType(rawValue: type) else { throw .unknownEventType(type) }
-        let fields = try DataFields(data, path: "data", owner: type, allowing: Self.fieldNames(of: eventType))
+        let fields = try DataFields(data, path: "data", owner: type, allowing: Self.fieldNames(of: eventType), rules: rules)
         switch eventType {
         case .orderCreated: self = .created(try OrderCreated(fields))
         case .paymentQueued: self = .paymentQueued(try PaymentQueued(fields))

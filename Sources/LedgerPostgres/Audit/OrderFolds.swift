@@ -132,7 +132,7 @@ struct OrderFolds: Sendable {
                 current = nil
             }
             do {
-                let event = try OrderEvent(type: type, data: JSONValue(parsing: data.readableBytesView))
+                let event = try OrderEvent(storedType: type, data: JSONValue(parsing: data.readableBytesView))
                 current = OrderDecider.evolve(
                     current, RecordedOrderEvent(orderId: orderId, version: version, event: event, recordedAt: recordedAt))
             } catch {

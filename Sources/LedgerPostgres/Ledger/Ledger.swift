@@ -129,6 +129,6 @@ extension StoredEvent {
     /// The domain event this stored row holds (stored data always parses: it was validated when appended).
     public func recordedOrderEvent() throws -> RecordedOrderEvent {
         RecordedOrderEvent(
-            orderId: orderId, version: version, event: try OrderEvent(type: type, data: data), recordedAt: recordedAt)
+            orderId: orderId, version: version, event: try OrderEvent(storedType: type, data: data), recordedAt: recordedAt)
     }
 }
