@@ -3,6 +3,7 @@ import LedgerPostgres
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// What `serve` runs, and the order it stops them in on SIGTERM or SIGINT: first the HTTP server (no new
@@ -19,8 +20,16 @@ enum ServeServices {
         var configuration = ServiceGroupConfiguration(services: clients + loops + [app], logger: logger)
         configuration.maximumGracefulShutdownDuration = shutdownLimit
         let group = ServiceGroup(configuration: configuration)
+        let stopped = FirstOutcome()
         // Signals are watched here, not by the group, which takes a signal either for shutdown or for cancellation.
-        let running = Task { try await group.run() }
+        let running = Task {
+            do {
+                try await group.run()
+                stopped.settle(.success(()))
+            } catch {
+                stopped.settle(.failure(error))
+            }
+        }
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let watcher = Task {
             var caught = 0
@@ -29,14 +38,47 @@ enum ServeServices {
                 if caught == 1 {
                     logger.info("\(signal): stopping (a second signal stops at once)")
                     await group.triggerGracefulShutdown()
+                    // A pool can wait for ever for a lease a deadline abandoned (docs/operating.md): past the limit and
+                    // the cancellation after it, serve ends without waiting for what is still stuck.
+                    Task {
+                        try? await Task.sleep(for: shutdownLimit + .seconds(5))
+                        logger.warning("still stopping after \(shutdownLimit + .seconds(5)): ending without waiting for the rest")
+                        stopped.settle(.success(()))
+                    }
                 } else {
-                    logger.warning("\(signal) again: cancelling what still runs")
+                    logger.warning("\(signal) again: stopping at once")
                     running.cancel()
+                    stopped.settle(.success(()))
                 }
             }
         }
         defer { watcher.cancel() }
-        try await withTaskCancellationHandler { try await running.value } onCancel: { running.cancel() }
+        try await stopped.value().get()
+    }
+}
+
+/// The first outcome settled, by whichever comes first: the service group's end, or a reason to stop waiting for it.
+final class FirstOutcome: Sendable {
+    private let state = Mutex<(outcome: Result<Void, any Error>?, waiter: CheckedContinuation<Result<Void, any Error>, Never>?)>((nil, nil))
+
+    func settle(_ outcome: Result<Void, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<Void, any Error>, Never>? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = outcome
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: outcome)
+    }
+
+    func value() async -> Result<Void, any Error> {
+        await withCheckedContinuation { continuation in
+            let settled = state.withLock { state -> Result<Void, any Error>? in
+                if state.outcome == nil { state.waiter = continuation }
+                return state.outcome
+            }
+            if let settled { continuation.resume(returning: settled) }
+        }
     }
 }
 

@@ -90,6 +90,11 @@ public enum TestDatabase {
         }
     }
 
+    /// The URL of the database `name` in the tests' cluster, as its owner (for driving the `ledger` binary).
+    public static func url(of name: String) async throws -> String {
+        "postgres://postgres@/\(name)?host=\(try await cluster.value.socketDirectory.path)"
+    }
+
     /// A fresh migrated database for `body`, dropped afterwards whatever happens.
     static func withFresh<T: Sendable>(
         poolSize: Int, _ body: @Sendable @escaping (_ database: Database, _ name: String) async throws -> T
