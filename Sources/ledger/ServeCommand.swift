@@ -79,10 +79,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let clients = [client] + (replicas?.replicas.map(\.ledger.client) ?? [])
         var loops: [BackgroundLoop] = []
-        if let replicas { loops.append(BackgroundLoop(name: "replica monitor") {
-                // The monitor only reads positions: stopping it mid-round loses nothing.
-                try? await cancelWhenGracefulShutdown { await replicas.run() }
-            }) }
+        if let replicas {
+            // The monitor only reads positions: stopping it mid-round loses nothing.
+            loops.append(BackgroundLoop(name: "replica monitor") { try? await cancelWhenGracefulShutdown { await replicas.run() } })
+        }
         if sealInterval > 0 {
             let interval = Duration.seconds(sealInterval)
             loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, client: client, logger: logger) })
