@@ -12,7 +12,8 @@ import UnixSignals
 ///
 /// The order is the fix for a `serve` that never exited: the clients used to stop with the server, while the digest
 /// sealer, holding one pooled connection, waited for a second that the stopping pool never gave.
-/// A second signal cancels whatever still runs; so does a shutdown that takes longer than `shutdownLimit`.
+/// A second signal cancels what still runs and ends `serve` at once; a shutdown longer than `shutdownLimit` is
+/// cancelled, and 5 s later `serve` ends without waiting: a pool waiting for a lease that never returns cannot hold it.
 enum ServeServices {
     static let shutdownLimit: Duration = .seconds(10)
 
