@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
 import Testing
@@ -118,8 +118,14 @@ struct ServiceRoleTests {
             let rows = try await owner.query(
                 "SELECT rolcanlogin, rolpassword FROM pg_authid WHERE rolname = \(ServiceRole.name)")
             for try await role in rows.decode((Bool, String?).self) { roles.append(role) }
-            // Back to how the test cluster runs (the socket trusts local users; the password is not used there).
-            try await owner.query("ALTER ROLE ledger_service PASSWORD NULL")
+            // Back to how the test cluster runs (the socket trusts local users; the password is not used there). Retried
+            // as allowLogin is: the role is the cluster's, and other tests alter it at the same moment.
+            for attempt in 1... {
+                do {
+                    try await owner.queryToEnd("ALTER ROLE ledger_service PASSWORD NULL", logger: .init(label: "test"))
+                    break
+                } catch where attempt < 100 && ServiceRole.isConcurrentRoleUpdate(error) {}
+            }
 
             #expect(roles.count == 1, "one ledger_service role")
             let role = try #require(roles.first)
