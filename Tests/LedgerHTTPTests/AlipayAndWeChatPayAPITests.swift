@@ -13,19 +13,10 @@ struct AlipayAndWeChatPayAPITests {
     static let verifiers = ProviderVerifiers(alipay: ProviderTestKit.alipayVerifier(), wechatPay: ProviderTestKit.wechatVerifier())
     static let yuan = Money(value: 1234, currency: "CNY")
 
-    func alipay(_ api: API, _ body: [UInt8]) async throws -> API.Answer {
-        try await api.request(.post, "/v1/providers/alipay/notify", token: nil, body: String(decoding: body, as: UTF8.self),
-                              contentType: "application/x-www-form-urlencoded")
-    }
+    func alipay(_ api: API, _ body: [UInt8]) async throws -> API.Answer { try await api.postAlipay(body) }
 
     func wechat(_ api: API, _ body: [UInt8], _ headers: WeChatPayHeaders) async throws -> API.Answer {
-        var fields = HTTPFields()
-        fields[HTTPField.Name("Wechatpay-Timestamp")!] = headers.timestamp
-        fields[HTTPField.Name("Wechatpay-Nonce")!] = headers.nonce
-        fields[HTTPField.Name("Wechatpay-Signature")!] = headers.signature
-        fields[HTTPField.Name("Wechatpay-Serial")!] = headers.serial
-        return try await api.request(.post, "/v1/providers/wechat/notify", token: nil, body: String(decoding: body, as: UTF8.self),
-                                     headers: fields)
+        try await api.postWeChat(body, headers)
     }
 
     @Test func anAlipayPaymentVerifiesTheOrderAndARetryIsADuplicate() async throws {
@@ -134,5 +125,24 @@ struct AlipayAndWeChatPayAPITests {
             #expect(try await api.providerRows() == 0)
             #expect(try await api.ledger.store.count("events") == 0)
         }
+    }
+}
+
+extension API {
+    /// An Alipay notification as Alipay posts it: a form body, no bearer token.
+    func postAlipay(_ body: [UInt8]) async throws -> Answer {
+        try await request(.post, "/v1/providers/alipay/notify", token: nil, body: String(decoding: body, as: UTF8.self),
+                          contentType: "application/x-www-form-urlencoded")
+    }
+
+    /// A WeChat Pay notification as WeChat Pay posts it: JSON, with its four signed `Wechatpay-*` headers.
+    func postWeChat(_ body: [UInt8], _ headers: WeChatPayHeaders) async throws -> Answer {
+        var fields = HTTPFields()
+        fields[HTTPField.Name("Wechatpay-Timestamp")!] = headers.timestamp
+        fields[HTTPField.Name("Wechatpay-Nonce")!] = headers.nonce
+        fields[HTTPField.Name("Wechatpay-Signature")!] = headers.signature
+        fields[HTTPField.Name("Wechatpay-Serial")!] = headers.serial
+        return try await request(.post, "/v1/providers/wechat/notify", token: nil, body: String(decoding: body, as: UTF8.self),
+                                 headers: fields)
     }
 }

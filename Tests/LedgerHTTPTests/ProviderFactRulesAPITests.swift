@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
@@ -19,21 +18,12 @@ struct ProviderFactRulesAPITests {
     static let yuan = Money(value: 1234, currency: "CNY")
 
     func alipay(_ api: API, _ changes: [String: String], totalAmount: String = "12.34") async throws -> API.Answer {
-        let body = try ProviderTestKit.alipayBody(ProviderTestKit.alipayParameters(changes, totalAmount: totalAmount))
-        return try await api.request(.post, "/v1/providers/alipay/notify", token: nil, body: String(decoding: body, as: UTF8.self),
-                                     contentType: "application/x-www-form-urlencoded")
+        try await api.postAlipay(try ProviderTestKit.alipayBody(ProviderTestKit.alipayParameters(changes, totalAmount: totalAmount)))
     }
 
     func wechat(_ api: API, id: String, eventType: String = "TRANSACTION.SUCCESS", resource: [String: Any]) async throws -> API.Answer {
         let body = try ProviderTestKit.wechatBody(eventType: eventType, resource: resource, id: id)
-        let headers = try ProviderTestKit.wechatHeaders(body: body, timestamp: Date())
-        var fields = HTTPFields()
-        fields[HTTPField.Name("Wechatpay-Timestamp")!] = headers.timestamp
-        fields[HTTPField.Name("Wechatpay-Nonce")!] = headers.nonce
-        fields[HTTPField.Name("Wechatpay-Signature")!] = headers.signature
-        fields[HTTPField.Name("Wechatpay-Serial")!] = headers.serial
-        return try await api.request(.post, "/v1/providers/wechat/notify", token: nil, body: String(decoding: body, as: UTF8.self),
-                                     headers: fields)
+        return try await api.postWeChat(body, try ProviderTestKit.wechatHeaders(body: body, timestamp: Date()))
     }
 
     static func payment(_ changes: [String: Any] = [:], amount: [String: Any] = [:]) -> [String: Any] {
@@ -150,26 +140,7 @@ struct ProviderFactRulesAPITests {
     }
 }
 
-/// A small reproducible generator (SplitMix64): a failing run names its seed.
-struct SeededRandom: RandomNumberGenerator {
-    let seed: UInt64
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        self.seed = seed
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func pick<T>(_ choices: [T]) -> T { choices[Int(next() % UInt64(choices.count))] }
-
+extension SeededRandom {
     /// A transaction id, well-formed or not: digits, spaces, accents, slashes, very long.
     mutating func text() -> String {
         pick(["2026050122001400001234567890", "T x ü", "a/b", String(repeating: "9", count: 300), "tx-\(next() % 1000)", "é", "-"])
