@@ -77,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
         }
-        let clients = [client] + (replicas?.replicas.map(\.ledger.client) ?? [])
+        let clients: [any Service] = [client] + (replicas?.replicas.map(\.ledger.client) ?? [])
         var loops: [BackgroundLoop] = []
         if let replicas {
             // The monitor only reads positions: stopping it mid-round loses nothing.
@@ -85,7 +85,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if sealInterval > 0 {
             let interval = Duration.seconds(sealInterval)
-            loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, client: client, logger: logger) })
+            let digests = LedgerDigests(client: client, logger: logger)
+            loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, digests: digests, logger: logger) })
         }
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {

@@ -1,7 +1,6 @@
 import Hummingbird
 import LedgerPostgres
 import Logging
-import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
@@ -17,7 +16,7 @@ import UnixSignals
 enum ServeServices {
     static let shutdownLimit: Duration = .seconds(10)
 
-    static func run(app: some Service, loops: [BackgroundLoop], clients: [PostgresClient], logger: Logger) async throws {
+    static func run(app: some Service, loops: [BackgroundLoop], clients: [any Service], logger: Logger) async throws {
         var configuration = ServiceGroupConfiguration(services: clients + loops + [app], logger: logger)
         configuration.maximumGracefulShutdownDuration = shutdownLimit
         let group = ServiceGroup(configuration: configuration)
@@ -101,8 +100,7 @@ struct BackgroundLoop: Service {
 
 /// Checkpoints the ledger digest every `interval` while `serve` runs (see `LedgerDigests.seal`).
 enum DigestSealing {
-    static func run(every interval: Duration, client: PostgresClient, logger: Logger) async {
-        let digests = LedgerDigests(client: client, logger: logger)
+    static func run(every interval: Duration, digests: LedgerDigests, logger: Logger) async {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             do {
                 // Shutdown ends the wait, never a seal under way: the pool it uses stops only after this returns.

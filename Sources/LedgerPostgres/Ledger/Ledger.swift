@@ -51,17 +51,18 @@ public struct Ledger: Sendable {
         orderId: String, events identified: [IdentifiedEvent], expectedVersion: ExpectedVersion, metadata: EventMetadata
     ) async throws -> Recorded {
         let events = identified.map(\.event)
-        // The last gate before the log, for the events no client parsed (a provider's fact, a follow-up).
-        for (index, event) in events.enumerated() {
-            do throws(EventValidationError) { try event.validatedForStorage() } catch {
-                let prefix = events.count == 1 ? "" : "events[\(index)]."
-                throw LedgerError.invalidEvent(field: prefix + error.field, message: prefix + error.message)
-            }
-        }
         let newEvents = identified.map { event in
             NewEvent(
                 eventId: event.eventId, type: event.event.type.rawValue, data: event.event.data, metadata: metadata.json,
                 occurredAt: event.occurredAt)
+        }
+        // The last gate before the log, for the events no client parsed (a provider's fact, a follow-up): the data
+        // about to be stored is read back by the parser every later read uses (`OrderEvent.validatedForStorage`).
+        for (index, event) in newEvents.enumerated() {
+            do throws(EventValidationError) { _ = try OrderEvent(type: event.type, data: event.data) } catch {
+                let prefix = newEvents.count == 1 ? "" : "events[\(index)]."
+                throw LedgerError.invalidEvent(field: prefix + error.field, message: prefix + error.message)
+            }
         }
         let append: AppendResult, order: Order?
         do {
