@@ -18,23 +18,30 @@ struct ConnectionTimeoutTests {
             #expect(await blocking { idle.waitForClose(atMost: 20) }, "an idle connection is closed")
 
             // One header byte every 200 ms: never a complete request head.
+            // The pauses are slept on a thread of their own: the tests' cooperative pool, busy with other suites, can
+            // wake a task seconds late, and a late byte would let the idle timeout close the connection first.
             let trickle = try RawConnection(port: server.port)
-            var closed = false
-            for byte in Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 100) {
-                guard trickle.send([byte]) else { closed = true; break }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            let cutOff = closed
-            #expect(await blocking { cutOff || trickle.waitForClose(atMost: 1) }, "a header trickled a byte at a time is cut off")
+            let header = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 100)
+            #expect(await blocking {
+                for byte in header {
+                    guard trickle.send([byte]) else { return true }
+                    usleep(200_000)
+                }
+                return trickle.waitForClose(atMost: 1)
+            }, "a header trickled a byte at a time is cut off")
 
             // A body a byte at a time: every byte is activity to the idle timeout, but the body has 2 s to arrive.
+            // Sending stops once the answer is there: a byte sent after the server closed makes it reset the
+            // connection, and a reset discards the answer unread on this side.
             let slowBody = try RawConnection(port: server.port)
             #expect(slowBody.send(Array("POST /v1/orders/o-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n".utf8)))
-            for _ in 0..<20 {
-                guard slowBody.send(Array("{".utf8)) else { break }
-                try await Task.sleep(for: .milliseconds(300))
+            let slowAnswer = await blocking {
+                for _ in 0..<20 {
+                    guard !slowBody.hasSomethingToRead(), slowBody.send(Array("{".utf8)) else { break }
+                    usleep(300_000)
+                }
+                return slowBody.readAnswer(atMost: 20)
             }
-            let slowAnswer = await blocking { slowBody.readAnswer(atMost: 20) }
             #expect(slowAnswer.hasPrefix("HTTP/1.1 408"), "\(slowAnswer)")
 
             // 100 MB declared, none sent: the answer comes at once.
@@ -75,6 +82,12 @@ final class RawConnection: @unchecked Sendable {
     /// False once the server has closed the connection.
     func send(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// True when the server has written something (or closed): a read would not block.
+    func hasSomethingToRead() -> Bool {
+        var pending = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&pending, 1, 0) > 0
     }
 
     /// Waits (blocking this thread) until the server closes the connection, at most `seconds`.
