@@ -56,6 +56,9 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // ConnectionPoolError: the pool's "stopped trying" is a 503, not a 500 (`DatabaseErrors`).
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ]
         ),
         // The console's HTML, CSS and JavaScript, embedded: served by LedgerHTTP at /console/.
@@ -75,8 +78,6 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                // ConnectionPoolError: the pool's "stopped trying" is a 503, not a 500.
-                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ],
             resources: [.embedInCode("openapi.yaml")]
         ),
@@ -101,7 +102,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]

@@ -3,8 +3,6 @@ import Hummingbird
 import NIOCore
 import LedgerCore
 import LedgerPostgres
-import PostgresNIO
-import _ConnectionPoolModule
 
 /// The one place where errors become HTTP answers: domain refusals are 409s, malformed input 4xx with the field
 /// named, an unreachable database 503 with Retry-After, and only a genuine bug a 500.
@@ -28,9 +26,9 @@ extension APIError {
                       headers: [.wwwAuthenticate: "Bearer"])
         case is NIOTooManyBytesError:  // a body over the limit, cut off while it was being read
             self.init(httpError: HTTPError(.contentTooLarge))
-        case let error where Self.isUnstorableText(error):
+        case let error where DatabaseErrors.isUnstorableText(error):
             self = .invalidRequest(field: "request", "the request holds a NUL byte or a character PostgreSQL cannot store")
-        case let error where Self.isDatabaseUnavailable(error):
+        case let error where DatabaseErrors.isUnavailable(error):
             self.init(.serviceUnavailable, "unavailable", "the database cannot be reached; retry shortly",
                       headers: [.retryAfter: "1"])
         default:
@@ -85,25 +83,6 @@ extension APIError {
         default: error.body ?? error.status.reasonPhrase
         }
         self.init(error.status, code, message, headers: error.headers)
-    }
-
-    /// Text PostgreSQL refuses to store or compare (a NUL byte, an invalid encoding): the caller's input, not a bug.
-    static func isUnstorableText(_ error: any Error) -> Bool {
-        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
-        return ["22021", "22P05"].contains(state)
-    }
-
-    /// Connection failures, a server shutting down or refusing connections, no answer within the deadline, a pool
-    /// that has stopped trying for now (its circuit breaker), work PostgreSQL itself ended at the service's limits
-    /// (`ServerLimits`: 57014 statement timeout, 55P03 lock timeout, 25P03 idle in transaction): worth a retry, not a 500.
-    static func isDatabaseUnavailable(_ error: any Error) -> Bool {
-        if error is DatabaseTimeout || error is ConnectionPoolError { return true }
-        guard let error = error as? PSQLError else { return false }
-        if let state = error.serverInfo?[.sqlState] {
-            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300", "57014", "55P03", "25P03"].contains(state)
-        }
-        return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed]
-            .contains(error.code)
     }
 }
 

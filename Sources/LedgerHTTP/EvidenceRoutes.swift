@@ -23,7 +23,7 @@ struct EvidenceRoutes {
         let orderId = try context.pathId("orderId")
         try QueryParameters(request).onlyAllowing([])
         return try await reads.serve(request) { ledger in
-            let links = try await AuditLog(client: ledger.client).chain(ofOrder: orderId)
+            let links = try await ledger.chain(ofOrder: orderId)
             guard !links.isEmpty else { throw APIError.notFound("order \(orderId) is not in the ledger") }
             return Self.chainAnswer(orderId, links)
         }
@@ -46,7 +46,7 @@ struct EvidenceRoutes {
         let orderId = try context.pathId("orderId")
         try QueryParameters(request).onlyAllowing([])
         return try await reads.serve(request) { ledger in
-            Self.refusalsAnswer(orderId, try await RefusalLog(client: ledger.client).refusals(ofOrder: orderId, limit: Self.maximumRefusals))
+            Self.refusalsAnswer(orderId, try await ledger.refusals(ofOrder: orderId, limit: Self.maximumRefusals))
         }
     }
 

@@ -3,13 +3,12 @@ import Hummingbird
 import LedgerCore
 import LedgerPostgres
 import NIOCore
-import PostgresNIO
 import Synchronization
 
 /// `/v1/reports/revenue`, `/v1/reconciliations` and `/v1/anomalies`: read-only answers for finance.
 struct FinanceRoutes {
     typealias Context = LedgerRequestContext
-    let client: PostgresClient
+    let finance: Finance
 
     /// A provider file posted over HTTP is held in memory (the answer is bounded, see `ReconciliationAnswer`); larger
     /// files go through `ledger reconcile`, which streams with flat memory.
@@ -29,7 +28,7 @@ struct FinanceRoutes {
         let timeZone = try query.string("timezone") ?? "UTC"
         // A sum too large for the report is the period's doing: a shorter one gives sums that fit.
         let rows = try await financeCall(field: "from") {
-            try await RevenueReport(client: client).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
+            try await finance.revenue(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
         }
         return JSONResponse.make(status: .ok, body: .object([
             "from": .string(from), "to": .string(to), "timezone": .string(timeZone),
@@ -54,19 +53,18 @@ struct FinanceRoutes {
         }
         let file = try await RequestBodyReader.collect(request, upTo: Self.maximumFileSize)
         let bytes = Array(file.readableBytesView)
-        let reconciliation = Reconciliation(client: client)
         if ReconciliationAnswer.wantsCSV(request.headers[.accept]) {
             try await financeCall(field: "body") {
-                try Reconciliation.checkPeriod(from: from, to: to)
+                try Finance.checkReconciliationPeriod(from: from, to: to)
                 try ProviderFileReader.check(bytes)
             }
             return ReconciliationAnswer.csv { emit in
-                _ = try await reconciliation.run(provider: provider, from: from, to: to, chunks: ByteChunks(bytes: bytes), emit: emit)
+                _ = try await finance.reconcile(provider: provider, from: from, to: to, chunks: ByteChunks(bytes: bytes), emit: emit)
             }
         }
         var listing = ReconciliationListing()
         let summary = try await financeCall(field: "body") {
-            try await reconciliation.run(provider: provider, from: from, to: to, chunks: ByteChunks(bytes: bytes)) { row in
+            try await finance.reconcile(provider: provider, from: from, to: to, chunks: ByteChunks(bytes: bytes)) { row in
                 listing.add(row)
             }
         }
@@ -96,7 +94,7 @@ struct FinanceRoutes {
             }
             return cursor
         }
-        let page = try await AnomalyFinder(client: client).page(kinds: kinds, olderThan: olderThan, limit: Int(limit), after: cursor)
+        let page = try await finance.anomalies(kinds: kinds, olderThan: olderThan, limit: Int(limit), after: cursor)
         let now = Date()
         return JSONResponse.make(status: .ok, body: .object([
             "anomalies": .array(page.anomalies.map { $0.json(now: now) }),

@@ -4,7 +4,7 @@ import HummingbirdCore
 import LedgerPostgres
 import LedgerProviders
 import Logging
-import PostgresNIO
+import NIOCore
 
 /// Assembles the HTTP API: every route, its scope, and the middleware around it.
 public enum LedgerApplication {
@@ -12,9 +12,10 @@ public enum LedgerApplication {
     /// `providers` enables the providers' notification endpoints and signed-transaction receipts (none by default).
     /// `replicas` serve the reads that may lag (`ReadSource`); none: every read is the primary's.
     public static func router(
-        ledger: Ledger, tokens: TokenStore, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
+        database: LedgerDatabase, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
         replicas: ReadReplicas? = nil
     ) -> Router<LedgerRequestContext> {
+        let ledger = database.ledger
         let router = Router(context: LedgerRequestContext.self)
         // Outermost first: the request log sees the final status, metrics too, errors become JSON answers inside.
         router.add(middleware: RequestLogMiddleware())
@@ -22,18 +23,18 @@ public enum LedgerApplication {
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: RequestDeadlineMiddleware())
 
-        OperationalRoutes(client: ledger.client, metrics: metrics, replicas: replicas).register(on: router)
+        OperationalRoutes(operations: database.operations, metrics: metrics, replicas: replicas).register(on: router)
         ConsoleRoutes().register(on: router)
-        let tokens = TokenCache(tokens: tokens)
+        let tokens = database.operations.tokenCache()
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
         let reads = ReadSource(primary: ledger, replicas: replicas)
         OrderRoutes(ledger: ledger, reads: reads, metrics: metrics, appStore: providers.appStore).register(writers: writers, readers: readers)
-        ReadRoutes(ledger: ledger, reads: reads).register(readers: readers)
+        ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
-        FinanceRoutes(client: ledger.client).register(finance: finance)
+        FinanceRoutes(finance: database.finance).register(finance: finance)
         return router
     }
 
@@ -51,12 +52,12 @@ public enum LedgerApplication {
     /// The HTTP application `serve` runs. Its database clients are not among its services: `serve` runs them in its
     /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).
     public static func make(
-        ledger: Ledger, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
+        database: LedgerDatabase, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
         replicas: ReadReplicas? = nil, idleTimeout: Duration? = defaultIdleTimeout,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(ledger: ledger, tokens: TokenStore(client: ledger.client), providers: providers, replicas: replicas),
+            router: router(database: database, providers: providers, replicas: replicas),
             server: server(idleTimeout: idleTimeout),
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

@@ -2,12 +2,11 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerPostgres
-import PostgresNIO
 
 /// `/healthz`, `/readyz`, `/metrics` and `/openapi.yaml`: no token needed.
 struct OperationalRoutes {
     typealias Context = LedgerRequestContext
-    let client: PostgresClient
+    let operations: Operations
     let metrics: LedgerMetrics
     /// Reported by `/readyz`, one by one; a replica down or behind does not make the service unready.
     let replicas: ReadReplicas?
@@ -28,23 +27,11 @@ struct OperationalRoutes {
         }
     }
 
-    /// Ready when the database answers `SELECT 1` within the readiness timeout (or the request deadline, when that
-    /// is shorter). The query runs under `withConnection(within:)`, like every request's database work: the answer
-    /// comes at the limit even when the query never returns (PostgresNIO's queries ignore cancellation, so waiting for
-    /// a cancelled query, as a task group does for its children, could wait forever).
+    /// Ready when the database answers within the readiness timeout (or the request deadline, when that is shorter;
+    /// `Operations.isReachable`).
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
         let limit = Deadline.request.map { min($0, Self.readinessTimeout) } ?? Self.readinessTimeout
-        let logger = context.logger
-        let reachable: Bool
-        do {
-            try await client.withConnection(within: limit) { connection in
-                for try await _ in try await connection.query("SELECT 1", logger: logger) {}
-            }
-            reachable = true
-        } catch {
-            reachable = false
-        }
-        guard reachable else {
+        guard await operations.isReachable(within: limit, logger: context.logger) else {
             throw APIError(.serviceUnavailable, "unavailable", "the database cannot be reached", headers: [.retryAfter: "1"])
         }
         guard let replicas else { return JSONResponse.make(status: .ok, body: ["status": "ready"]) }

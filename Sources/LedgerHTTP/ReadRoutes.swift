@@ -7,6 +7,7 @@ import LedgerPostgres
 struct ReadRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
+    let operations: Operations
     /// The feed may be read on a replica (`ReadSource`); the transaction lookup and the digest are the primary's.
     let reads: ReadSource
 
@@ -21,7 +22,7 @@ struct ReadRoutes {
 
     /// The latest digest checkpoint (`ledger seal`, or `serve` in the background); 404 before the first.
     @Sendable func digest(_ request: Request, context: Context) async throws -> Response {
-        guard let checkpoint = try await LedgerDigests(client: ledger.client).latest() else {
+        guard let checkpoint = try await operations.latestDigest() else {
             throw APIError.notFound("no digest has been sealed yet")
         }
         return JSONResponse.make(status: .ok, body: checkpoint.json)
@@ -44,7 +45,7 @@ struct ReadRoutes {
         let limit = Int(try query.integer("limit", in: 1...Int64(Self.maximumFeedPage)) ?? 100)
         // On a replica, only one that holds the cursor's event: the page resumes after it.
         return try await reads.serve(request, seeing: after) { ledger in
-            let events = try await ledger.store.readAll(after: after, limit: limit)
+            let events = try await ledger.feed(after: after, limit: limit)
             let next = events.last?.position ?? after
             return JSONResponse.make(status: .ok, body: .object([
                 "events": .array(events.map(\.feedJSON)),

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LedgerPostgres
-import PostgresNIO
 
 /// `--database-url`, shared by every subcommand. Without it (and without `DATABASE_URL`) the embedded cluster
 /// in `LEDGER_DATA_DIR` (default `./.ledger`) is used, started if needed; only `serve` and `migrate` create one.
@@ -12,24 +11,22 @@ struct DatabaseOptions: ParsableArguments {
         """)
     var url: String?
 
-    /// Runs `body` with a migrated database; stops the embedded cluster afterwards if this command started it.
-    func withMigratedClient<T: Sendable>(_ body: @Sendable @escaping (PostgresClient) async throws -> T) async throws -> T {
-        try await withMigratedDatabase { _, client in try await body(client) }
+    /// Runs `body` with the ledger opened on a migrated database (`Database.withLedger`); stops the embedded cluster
+    /// afterwards if this command started it.
+    func withLedger<T: Sendable>(_ body: @Sendable @escaping (LedgerDatabase) async throws -> T) async throws -> T {
+        try await withLedger { _, ledger in try await body(ledger) }
     }
 
-    /// `withMigratedClient`, telling `body` which database it is (`Database.name`, for a command that finds nothing).
-    func withMigratedDatabase<T: Sendable>(
-        _ body: @Sendable @escaping (Database, PostgresClient) async throws -> T
+    /// `withLedger`, telling `body` which database it is (`Database.name`, for a command that finds nothing).
+    func withLedger<T: Sendable>(
+        _ body: @Sendable @escaping (Database, LedgerDatabase) async throws -> T
     ) async throws -> T {
         CommandLogging.bootstrap()
         let (database, startedEmbedded) = try Database.resolve(url: url, creating: false)
         defer {
             if startedEmbedded { try? database.embedded?.stop() }
         }
-        return try await database.withClient { client in
-            try await Migrator(client: client).migrate()
-            return try await body(database, client)
-        }
+        return try await database.withLedger { ledger in try await body(database, ledger) }
     }
 }
 

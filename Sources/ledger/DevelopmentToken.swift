@@ -6,9 +6,9 @@ import LedgerPostgres
 enum DevelopmentToken {
     static let name = "dev"
 
-    static func ensure(tokens: TokenStore, dataDirectory: URL) async throws {
-        guard try await tokens.isEmpty() else { return }
-        let secret = try await tokens.create(name: name, scopes: Scope.allCases)
+    static func ensure(operations: Operations, dataDirectory: URL) async throws {
+        guard try await operations.hasNoTokens() else { return }
+        let secret = try await operations.createToken(name: name, scopes: Scope.allCases)
         let file = dataDirectory.appendingPathComponent("dev-token")
         guard FileManager.default.createFile(
             atPath: file.path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])

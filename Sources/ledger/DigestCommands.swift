@@ -11,7 +11,7 @@ struct SealCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let checkpoint = try await database.withMigratedClient { client in try await LedgerDigests(client: client).sealNow() }
+        let checkpoint = try await database.withLedger { opened in try await opened.operations.sealNow() }
         try StandardOutput.line(checkpoint.map(\.pinned) ?? "the ledger has no events to seal")
     }
 }
@@ -27,8 +27,8 @@ struct DigestCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let (checkpoint, sealed) = try await database.withMigratedClient { client in
-            try await LedgerDigests(client: client).sealIfPermitted()
+        let (checkpoint, sealed) = try await database.withLedger { opened in
+            try await opened.operations.sealIfPermitted()
         }
         if !sealed {
             try? FileHandle.standardError.write(contentsOf: Data("""

@@ -24,8 +24,8 @@ struct ExportCommand: AsyncParsableCommand {
             }
         }
         let export = EventExport(format: format, from: try bound("from", from), to: try bound("to", to), orderId: orderId)
-        try await database.withMigratedClient { client in
-            try await export.run(AuditLog(client: client)) { line in try StandardOutput.line(line) }
+        try await database.withLedger { opened in
+            try await opened.operations.export(export) { line in try StandardOutput.line(line) }
         }
     }
 }

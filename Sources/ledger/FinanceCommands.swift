@@ -54,8 +54,8 @@ struct RevenueCommand: AsyncParsableCommand {
         guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
         let dimensions = try names(groupBy, RevenueDimension.self, option: "--group-by")
         let (from, to, timezone) = (from, to, timezone)
-        let rows = try await database.withMigratedClient { client in
-            try await RevenueReport(client: client).rows(from: from, to: to, groupBy: dimensions, timeZone: timezone)
+        let rows = try await database.withLedger { opened in
+            try await opened.finance.revenue(from: from, to: to, groupBy: dimensions, timeZone: timezone)
         }
         let shown = dimensions.filter { $0 != .currency }
         try output.show(
@@ -139,8 +139,8 @@ struct ReconcileCommand: AsyncParsableCommand {
         let printer = RowPrinter(output: output, all: all)
         let summary: ReconciliationSummary
         do {
-            summary = try await database.withMigratedClient { client in
-                try await Reconciliation(client: client).run(
+            summary = try await database.withLedger { opened in
+                try await opened.finance.reconcile(
                     provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.show)
             }
         } catch let error as ProviderFileError {
@@ -244,15 +244,14 @@ struct AnomaliesCommand: AsyncParsableCommand {
         guard (1...100_000).contains(pageSize) else { throw ValidationError("--page-size must be from 1 to 100000") }
         // Page by page, printed as they come: the memory of a page, however many there are.
         let (output, pageSize) = (output, pageSize)
-        try await database.withMigratedClient { client in
-            let finder = AnomalyFinder(client: client)
+        try await database.withLedger { opened in
             let now = Date()
             let listing = try PagedListing(
                 header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE", "DETAIL"],
                 format: output.json ? .json : output.csv ? .csv : .table, jsonPrefix: "{\"anomalies\":[")
             var cursor: AnomalyCursor?
             repeat {
-                let page = try await finder.page(kinds: kinds, olderThan: threshold, limit: pageSize, after: cursor)
+                let page = try await opened.finance.anomalies(kinds: kinds, olderThan: threshold, limit: pageSize, after: cursor)
                 try listing.add(
                     rows: page.anomalies.map { [$0.kind.rawValue, $0.orderId, $0.accountId, $0.state, RFC3339.format($0.since),
                                                 "\(Int(now.timeIntervalSince($0.since)))s", $0.detail] },

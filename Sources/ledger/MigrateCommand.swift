@@ -30,13 +30,8 @@ struct MigrateCommand: AsyncParsableCommand {
             if startedEmbedded { try? resolved.embedded?.stop() }
         }
         let password = ProcessInfo.processInfo.environment["LEDGER_SERVICE_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
-        let applied = try await resolved.withClient { client in
-            let applied = try await Migrator(client: client, allowOlderNodes: allowOlderNodes).migrate()
-            if let password {
-                try await ServiceRole.allowLogin(password: password, client: client, logger: Logger(label: "ledger.migrate"))
-            }
-            return applied
-        }
+        let applied = try await resolved.migrate(
+            allowOlderNodes: allowOlderNodes, servicePassword: password, logger: Logger(label: "ledger.migrate"))
         try StandardOutput.line(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
         if password != nil { try StandardOutput.line("\(ServiceRole.name) may log in with LEDGER_SERVICE_PASSWORD") }
     }

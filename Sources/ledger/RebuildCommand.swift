@@ -17,9 +17,9 @@ struct RebuildCommand: AsyncParsableCommand {
 
     func run() async throws {
         let pageSize = pageSize
-        let result = try await database.withMigratedClient { client in
+        let result = try await database.withLedger { opened in
             let meter = ProgressMeter()
-            return try await ProjectionRebuild(client: client).run(pageSize: pageSize) { meter.show($0) }
+            return try await opened.operations.rebuild(pageSize: pageSize) { meter.show($0) }
         }
         let seconds = result.elapsed.seconds
         try StandardOutput.line(

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import LedgerPostgres
 import Logging
-import PostgresNIO
 
 /// `serve`'s streaming replicas for the reads that may lag (`ReadReplicas`, `ReadSource`): none unless given.
 struct ReplicaOptions: ParsableArguments {
@@ -21,22 +20,17 @@ struct ReplicaOptions: ParsableArguments {
         guard (0...60_000).contains(readYourWritesWaitMilliseconds) else { throw ValidationError("--read-your-writes-wait must be 0 to 60000 milliseconds") }
     }
 
-    /// The replicas, connected like the primary's pool (`Database.serviceConfiguration(limits:)`); nil when none.
-    func replicas(primary: PostgresClient, poolSize: Int, limits: ServerLimits, logger: Logger) throws -> ReadReplicas? {
+    /// The replicas, connected like the primary's pool (`ReadReplicas.connect`); nil when none.
+    func replicas(primary: LedgerDatabase, poolSize: Int, limits: ServerLimits, logger: Logger) throws -> ReadReplicas? {
         let given = urls.isEmpty
             ? (ProcessInfo.processInfo.environment["DATABASE_READ_URL"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             : urls
-        let clients = try given.filter { !$0.isEmpty }.map { url in
-            var configuration = try Database.configuration(fromURL: url)
-            configuration.options.maximumConnections = poolSize
-            return PostgresClient(
-                configuration: Database(configuration: configuration).serviceConfiguration(limits: limits),
-                backgroundLogger: Database.quieterLogger(logger))
-        }
-        guard !clients.isEmpty else { return nil }
-        logger.info("reads that may lag go to \(clients.count) replica(s) when they lag at most \(maximumLagMilliseconds) ms")
-        return ReadReplicas(
-            primary: primary, replicas: clients, maximumLag: .milliseconds(maximumLagMilliseconds),
-            readYourWritesWait: .milliseconds(readYourWritesWaitMilliseconds), logger: logger)
+        guard let replicas = try ReadReplicas.connect(
+            urls: given.filter { !$0.isEmpty }, primary: primary, poolSize: poolSize, limits: limits,
+            maximumLag: .milliseconds(maximumLagMilliseconds), readYourWritesWait: .milliseconds(readYourWritesWaitMilliseconds),
+            logger: logger)
+        else { return nil }
+        logger.info("reads that may lag go to \(replicas.replicas.count) replica(s) when they lag at most \(maximumLagMilliseconds) ms")
+        return replicas
     }
 }

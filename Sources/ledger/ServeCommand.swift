@@ -6,7 +6,6 @@ import LedgerPostgres
 import Logging
 import NIOCore
 import NIOPosix
-import PostgresNIO
 import ServiceLifecycle
 
 /// `ledger serve`: migrates, then serves the HTTP API until SIGTERM/SIGINT; then stops accepting, finishes
@@ -62,22 +61,21 @@ struct ServeCommand: AsyncParsableCommand {
                 try? resolved.embedded?.stop()
             }
         }
-        try await Self.prepare(resolved, logger: logger)
+        try await resolved.prepareForService(logger: logger) { operations, embedded in
+            try await DevelopmentToken.ensure(operations: operations, dataDirectory: embedded.dataDirectory)
+        }
         // The pool's sessions carry PostgreSQL's own limits; the owner's work above (migrations) has none.
-        let serviceConfiguration = resolved.serviceConfiguration(limits: serverLimits.limits)
-        try await Self.warnIfOverPrivileged(serviceConfiguration, logger: logger)
-        let client = PostgresClient(configuration: serviceConfiguration, backgroundLogger: Database.quieterLogger(logger))
-        let ledger = Ledger(client: client, logger: logger)
-        let replicas = try replicaOptions.replicas(primary: client, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
+        let ledger = try await resolved.serviceLedger(limits: serverLimits.limits, logger: logger)
+        let replicas = try replicaOptions.replicas(primary: ledger, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
-            ledger: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
+            database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
             idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
         }
-        let clients: [any Service] = [client] + (replicas?.replicas.map(\.ledger.client) ?? [])
+        let pools: [any Service] = [ledger] + (replicas?.pools ?? [])
         var loops: [BackgroundLoop] = []
         if let replicas {
             // The monitor only reads positions: stopping it mid-round loses nothing.
@@ -85,13 +83,13 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if sealInterval > 0 {
             let interval = Duration.seconds(sealInterval)
-            let digests = LedgerDigests(client: client, logger: logger)
-            loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, digests: digests, logger: logger) })
+            let operations = ledger.operations
+            loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, operations: operations, logger: logger) })
         }
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
                 try await RequestBodyReader.$timeout.withValue(.seconds(bodyTimeout)) {
-                    try await ServeServices.run(app: app, loops: loops, clients: clients, logger: logger)
+                    try await ServeServices.run(app: app, loops: loops, pools: pools, logger: logger)
                 }
             }
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
@@ -102,31 +100,3 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 }
-
-extension ServeCommand {
-    /// As the database's owner: pending migrations; on the embedded cluster also the development token and the
-    /// service role's login (its private socket trusts local users, so no password).
-    static func prepare(_ database: Database, logger: Logger) async throws {
-        try await database.withClient(logger: logger) { owner in
-            try await Migrator(client: owner, logger: logger).migrate()
-            if let embedded = database.embedded {
-                try await DevelopmentToken.ensure(tokens: TokenStore(client: owner), dataDirectory: embedded.dataDirectory)
-                try await ServiceRole.allowLogin(password: nil, client: owner, logger: logger)
-            }
-        }
-    }
-
-    /// Connects once as the service will (so a wrong password fails before the address is announced), and warns
-    /// when that role could change events: then only the append-only trigger guards them.
-    static func warnIfOverPrivileged(_ configuration: PostgresClient.Configuration, logger: Logger) async throws {
-        try await Database(configuration: configuration).withClient(logger: logger) { service in
-            if try await ServiceRole.connectedRoleIsPrivileged(client: service, logger: logger) {
-                logger.warning("""
-                    serve is connected as a role that may change or remove events; only the append-only trigger guards \
-                    them. Connect as \(ServiceRole.name) (see `ledger migrate --help`).
-                    """)
-            }
-        }
-    }
-}
-

@@ -16,8 +16,8 @@ import UnixSignals
 enum ServeServices {
     static let shutdownLimit: Duration = .seconds(10)
 
-    static func run(app: some Service, loops: [BackgroundLoop], clients: [any Service], logger: Logger) async throws {
-        var configuration = ServiceGroupConfiguration(services: clients + loops + [app], logger: logger)
+    static func run(app: some Service, loops: [BackgroundLoop], pools: [any Service], logger: Logger) async throws {
+        var configuration = ServiceGroupConfiguration(services: pools + loops + [app], logger: logger)
         configuration.maximumGracefulShutdownDuration = shutdownLimit
         let group = ServiceGroup(configuration: configuration)
         let stopped = FirstOutcome()
@@ -100,12 +100,12 @@ struct BackgroundLoop: Service {
 
 /// Checkpoints the ledger digest every `interval` while `serve` runs (see `LedgerDigests.seal`).
 enum DigestSealing {
-    static func run(every interval: Duration, digests: LedgerDigests, logger: Logger) async {
+    static func run(every interval: Duration, operations: Operations, logger: Logger) async {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             do {
                 // Shutdown ends the wait, never a seal under way: the pool it uses stops only after this returns.
                 try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-                if let checkpoint = try await digests.seal(whenAnotherIsSealing: .skip) {
+                if let checkpoint = try await operations.seal(whenAnotherIsSealing: .skip) {
                     logger.debug("sealed the ledger digest", metadata: ["pinned": "\(checkpoint.pinned)"])
                 }
             } catch is CancellationError {

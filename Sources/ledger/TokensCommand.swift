@@ -20,8 +20,8 @@ struct TokensCommand: AsyncParsableCommand {
                 return scope
             }
             let (name, scopeList) = (name, scopes)
-            let secret = try await database.withMigratedClient { client in
-                try await TokenStore(client: client).create(name: name, scopes: scopeList)
+            let secret = try await database.withLedger { opened in
+                try await opened.operations.createToken(name: name, scopes: scopeList)
             }
             try StandardOutput.line(secret)
         }
@@ -32,7 +32,7 @@ struct TokensCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let tokens = try await database.withMigratedClient { client in try await TokenStore(client: client).list() }
+            let tokens = try await database.withLedger { opened in try await opened.operations.listTokens() }
             try StandardOutput.line(Table(["NAME", "SCOPES", "CREATED", "REVOKED"], tokens.map { token in
                 [token.name, token.scopes.map(\.rawValue).joined(separator: ","),
                  RFC3339Text(token.createdAt), token.revokedAt.map(RFC3339Text) ?? "-"]
@@ -47,7 +47,7 @@ struct TokensCommand: AsyncParsableCommand {
 
         func run() async throws {
             let name = name
-            try await database.withMigratedClient { client in try await TokenStore(client: client).revoke(name: name) }
+            try await database.withLedger { opened in try await opened.operations.revokeToken(name: name) }
             try StandardOutput.line("revoked \(name)")
         }
     }

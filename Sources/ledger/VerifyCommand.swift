@@ -3,7 +3,6 @@ import Foundation
 import LedgerPostgres
 import LedgerProviders
 import Logging
-import PostgresNIO
 
 /// `ledger verify`: hash chains, digests and projections; exit status 1 with a report when anything fails.
 struct VerifyCommand: AsyncParsableCommand {
@@ -26,10 +25,10 @@ struct VerifyCommand: AsyncParsableCommand {
             return pinned
         }
         let verifier = try signatures ? appStoreVerifier() : nil
-        let (report, signatureLines, signaturesPassed) = try await database.withMigratedClient { client in
-            let report = try await LedgerVerifier(client: client).verify(pinned: pinned)
+        let (report, signatureLines, signaturesPassed) = try await database.withLedger { opened in
+            let report = try await opened.operations.verify(pinned: pinned)
             guard let verifier else { return (report, [String](), true) }
-            let (lines, passed) = try await Self.verifySignatures(client: client, verifier: verifier)
+            let (lines, passed) = try await Self.verifySignatures(opened.operations, verifier: verifier)
             return (report, lines, passed)
         }
         var text = VerifyReportText.render(report)
@@ -51,10 +50,10 @@ struct VerifyCommand: AsyncParsableCommand {
 
     /// Verifies each stored App Store JWS again (chain at its signedDate, OIDs, signature, app): a report line per
     /// failure and a summary.
-    static func verifySignatures(client: PostgresClient, verifier: AppStoreJWSVerifier) async throws -> ([String], Bool) {
+    static func verifySignatures(_ operations: Operations, verifier: AppStoreJWSVerifier) async throws -> ([String], Bool) {
         var checked = 0
         var failures: [String] = []
-        try await StoredSignatures(client: client).forEachAppStoreJWS { stored in
+        try await operations.forEachStoredAppStoreJWS { stored in
             checked += 1
             do {
                 switch stored.kind {

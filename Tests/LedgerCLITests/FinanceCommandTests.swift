@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 

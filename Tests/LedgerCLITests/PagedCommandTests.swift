@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 

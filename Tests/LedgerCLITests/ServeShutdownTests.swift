@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
 import Testing

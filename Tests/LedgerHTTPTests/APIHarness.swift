@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerProviders
 import LedgerTestSupport
 import Logging
@@ -14,8 +14,9 @@ import NIOCore
 /// as `serve` does, connected as the least-privileged `ledger_service`; tokens are set up by the owner.
 struct API {
     let client: any TestClientProtocol
-    /// The service's ledger (connected as `ledger_service`).
-    let ledger: Ledger
+    /// The service's entry points (connected as `ledger_service`), as the router has them.
+    let database: LedgerDatabase
+    var ledger: Ledger { database.ledger }
     /// The owner's token store: creating and revoking tokens is not the service's to do.
     let tokens: TokenStore
     /// Secrets by token name: "writer" (events:write), "reader" (events:read), "finance" (finance:read), "all".
@@ -42,17 +43,16 @@ struct API {
         providers: ProviderVerifiers = ProviderVerifiers(), _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService { owner, service in
-            let ledger = Ledger(client: service)
+            let database = LedgerDatabase(client: service)
             let tokens = TokenStore(client: owner)
             var secrets: [String: String] = [:]
             for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases), ("all-but-finance", [.eventsWrite, .eventsRead])] {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
-            let app = Application(router: LedgerApplication.router(
-                ledger: ledger, tokens: TokenStore(client: service), providers: providers), logger: API.logger)
+            let app = Application(router: LedgerApplication.router(database: database, providers: providers), logger: API.logger)
             let frozen = secrets
             try await app.test(.router) { client in
-                try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: frozen))
+                try await body(API(client: client, database: database, tokens: tokens, secrets: frozen))
             }
         }
     }

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerProviders
 import LedgerTestSupport
 import ProviderTestSupport

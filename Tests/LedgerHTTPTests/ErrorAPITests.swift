@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 
@@ -116,7 +116,7 @@ struct ErrorAPITests {
 
     @Test func everyProtectedRouteAnswers401WithoutATokenAnd403WithoutItsScope() async throws {
         try await API.run { api in
-            let router = LedgerApplication.router(ledger: api.ledger, tokens: api.tokens)
+            let router = LedgerApplication.router(database: api.database)
             // The providers' endpoints are authenticated by the providers' signatures instead (ProviderAPITests).
             let protected = router.routes.filter {
                 $0.path.description.hasPrefix("/v1") && !$0.path.description.hasPrefix("/v1/providers")

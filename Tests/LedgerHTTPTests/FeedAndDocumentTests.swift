@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 
@@ -84,7 +84,7 @@ struct FeedAndDocumentTests {
     @Test func theOpenAPIDocumentListsEveryRouteAndErrorCode() async throws {
         try await API.run { api in
             let document = try await api.get("/openapi.yaml", token: nil).bodyText
-            let router = LedgerApplication.router(ledger: api.ledger, tokens: api.tokens)
+            let router = LedgerApplication.router(database: api.database)
             for route in router.routes {
                 let path = route.path.description
                 let methods = Self.methods(of: path, in: document)

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 

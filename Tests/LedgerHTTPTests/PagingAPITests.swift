@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Logging
 import NIOCore
@@ -81,7 +81,7 @@ struct ReplicaAPITests {
             let monitor = Task { await replicas.run() }
             defer { monitor.cancel() }
             let app = Application(
-                router: LedgerApplication.router(ledger: Ledger(client: primary), tokens: tokens, replicas: replicas), logger: API.logger)
+                router: LedgerApplication.router(database: LedgerDatabase(client: primary), replicas: replicas), logger: API.logger)
             try await app.test(.router) { client in
                 let harness = Harness(
                     client: client, replicas: replicas, standby: standby, standbyCluster: standbyCluster, tokens: tokens, secret: secret)

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerCore
 import LedgerHTTP
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import PostgresNIO
 import Synchronization
@@ -104,12 +104,12 @@ extension API {
         limits: ServerLimits, poolSize: Int = 4, _ body: @Sendable @escaping (API, PostgresClient) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService(limits: limits, poolSize: poolSize) { owner, service in
-            let ledger = Ledger(client: service)
+            let database = LedgerDatabase(client: service)
             let tokens = TokenStore(client: owner)
             let secrets = ["all": try await tokens.create(name: "all", scopes: Scope.allCases)]
-            let app = Application(router: LedgerApplication.router(ledger: ledger, tokens: TokenStore(client: service)), logger: API.logger)
+            let app = Application(router: LedgerApplication.router(database: database), logger: API.logger)
             try await app.test(.router) { client in
-                try await body(API(client: client, ledger: ledger, tokens: tokens, secrets: secrets), owner)
+                try await body(API(client: client, database: database, tokens: tokens, secrets: secrets), owner)
             }
         }
     }

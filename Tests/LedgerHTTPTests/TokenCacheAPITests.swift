@@ -1,6 +1,6 @@
 import HTTPTypes
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
 

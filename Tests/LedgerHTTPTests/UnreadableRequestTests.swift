@@ -50,7 +50,7 @@ struct UnreadableRequestTests {
     private func withLiveServer(_ body: @Sendable @escaping (Int) async throws -> Void) async throws {
         try await API.run { api in
             let app = Application(
-                router: LedgerApplication.router(ledger: api.ledger, tokens: api.tokens), server: LedgerApplication.server(),
+                router: LedgerApplication.router(database: api.database), server: LedgerApplication.server(),
                 logger: API.logger)
             try await app.test(.live) { client in
                 try await body(try #require(client.port))

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 
 /// Small builders for store-level tests: the store does not care what the events mean.
 enum StoreFixtures {

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 
 /// The events of one order's happy path (created → queued → receipt → verified → granted → finished), for tests
 /// at every layer. Every access makes a new event id: to post the same event twice, keep the submission.

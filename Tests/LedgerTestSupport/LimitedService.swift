@@ -1,5 +1,5 @@
 import Foundation
-import LedgerPostgres
+@testable import LedgerPostgres
 import PostgresNIO
 
 extension TestDatabase {

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 
 /// Records an order of `failures + 6` events: created, queued, a receipt, `failures` retryable verification
 /// failures, then verified, granted and finished; event by event, or in one append.

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerPostgres
+@testable import LedgerPostgres
 import PostgresNIO
 
 /// Records `count` orders through the ledger, each its whole happy path event by event; returns their ids.

@@ -1,4 +1,4 @@
-import LedgerPostgres
+@testable import LedgerPostgres
 import PostgresNIO
 
 /// Counts rows, for tests that check a refused request wrote nothing.

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerPostgres
+@testable import LedgerPostgres
 import PostgresNIO
 
 /// A primary cluster of the test's own, with the ledger's schema in its `postgres` database, and a streaming standby

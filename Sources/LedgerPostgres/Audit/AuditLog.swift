@@ -4,17 +4,17 @@ import Logging
 import PostgresNIO
 
 /// Reads sealed events for auditing, page by page, so memory stays flat however long the log is.
-public struct AuditLog: Sendable {
-    public let client: PostgresClient
+struct AuditLog: Sendable {
+    let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
         self.client = client
         self.logger = logger
     }
 
     /// Which events a pass over the feed reads.
-    public enum Extent: Sendable {
+    enum Extent: Sendable {
         /// Every event committed when the pass starts, read in one snapshot (REPEATABLE READ): for `verify` and
         /// `export`, which must see everything once.
         case snapshot
@@ -25,7 +25,7 @@ public struct AuditLog: Sendable {
 
     /// Every event in feed order (transaction id, then position), starting after the event at `position` (nil:
     /// from the start). `body` returns false to stop.
-    public func forEachInFeedOrder(
+    func forEachInFeedOrder(
         _ extent: Extent = .snapshot, after position: Int64? = nil, pageSize: Int = 5_000,
         _ body: (AuditedEvent) async throws -> Bool
     ) async throws {
@@ -70,7 +70,7 @@ public struct AuditLog: Sendable {
     }
 
     /// One order's events in version order.
-    public func forEach(ofOrder orderId: String, _ body: (AuditedEvent) async throws -> Bool) async throws {
+    func forEach(ofOrder orderId: String, _ body: (AuditedEvent) async throws -> Bool) async throws {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns)
@@ -85,7 +85,7 @@ public struct AuditLog: Sendable {
     /// One order's hash chain, link by link: each event's hash, what is wrong with its seal, and whether the chain
     /// holds from the first event up to it.
     /// Within the request's deadline (an API read).
-    public func chain(ofOrder orderId: String) async throws -> [ChainLink] {
+    func chain(ofOrder orderId: String) async throws -> [ChainLink] {
         try await client.query(
             """
             SELECT \(unescaped: Self.columns)

@@ -58,7 +58,7 @@ public struct EventExport: Sendable {
     /// Writes the header (CSV) and every selected event through `write`, one record per call (without its line
     /// break; a CSV field may hold line breaks of its own, quoted); returns the count.
     @discardableResult
-    public func run(_ log: AuditLog, write: (String) throws -> Void) async throws -> Int {
+    func run(_ log: AuditLog, write: (String) throws -> Void) async throws -> Int {
         if format == .csv { try write(Self.csvHeader) }
         var count = 0
         let body: (AuditedEvent) async throws -> Bool = { audited in

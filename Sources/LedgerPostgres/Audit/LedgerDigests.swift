@@ -39,17 +39,17 @@ public enum ConcurrentSealing: Sendable {
 }
 
 /// Reads and extends the digest checkpoints (`ledger_digests`).
-public struct LedgerDigests: Sendable {
+struct LedgerDigests: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.digest")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.digest")) {
         self.client = client
         self.logger = logger
     }
 
     /// The newest checkpoint; nil before the first seal.
-    public func latest() async throws -> DigestCheckpoint? {
+    func latest() async throws -> DigestCheckpoint? {
         try await client.query(
             """
             SELECT event_count, position, digest, recorded_at FROM ledger_digests
@@ -86,7 +86,7 @@ public struct LedgerDigests: Sendable {
     /// meet its sessions' `lock_timeout` whenever another node's seal is slowed by load, and gain nothing by
     /// waiting, since the other sealer's checkpoint covers what this one would have sealed).
     @discardableResult
-    public func seal(whenAnotherIsSealing: ConcurrentSealing = .wait) async throws -> DigestCheckpoint? {
+    func seal(whenAnotherIsSealing: ConcurrentSealing = .wait) async throws -> DigestCheckpoint? {
         try await client.withConnection { connection in
             switch whenAnotherIsSealing {
             case .wait:
@@ -112,14 +112,14 @@ public struct LedgerDigests: Sendable {
     /// A checkpoint of the ledger as it is now, for `ledger seal` and `ledger digest`. Sealing stops below the oldest
     /// transaction still open, so this first waits (up to `wait`) for the transactions open when it was called to
     /// end: every event committed before the call is then covered.
-    public func sealNow(waitingAtMost wait: Duration = .seconds(10)) async throws -> DigestCheckpoint? {
+    func sealNow(waitingAtMost wait: Duration = .seconds(10)) async throws -> DigestCheckpoint? {
         try await waitForTransactionsOpenNow(atMost: wait)
         if let sealed = try await seal() { return sealed }
         return try await latest()
     }
 
     /// `sealNow`, for a role that may only read checkpoints too: it gets the latest stored one, and `sealed` false.
-    public func sealIfPermitted() async throws -> (checkpoint: DigestCheckpoint?, sealed: Bool) {
+    func sealIfPermitted() async throws -> (checkpoint: DigestCheckpoint?, sealed: Bool) {
         do {
             return (try await sealNow(), true)
         } catch where sqlState(of: error) == SQLStates.insufficientPrivilege {

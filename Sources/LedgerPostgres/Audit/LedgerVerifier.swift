@@ -5,16 +5,16 @@ import PostgresNIO
 
 /// `ledger verify`: recomputes every event's seal and the running digest in one pass over the feed, then folds
 /// every order and compares the fold with the stored projections. Memory stays flat: both passes read in pages.
-public struct LedgerVerifier: Sendable {
+struct LedgerVerifier: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.verify")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.verify")) {
         self.client = client
         self.logger = logger
     }
 
-    public func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
+    func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
         var report = VerificationReport()
         try await checkSeals(pinned: pinned, into: &report)
         try await checkProjections(into: &report)

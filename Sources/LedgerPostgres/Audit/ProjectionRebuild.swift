@@ -52,7 +52,7 @@ public struct ProjectionRebuild: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.rebuild")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.rebuild")) {
         self.client = client
         self.logger = logger
     }
@@ -63,7 +63,7 @@ public struct ProjectionRebuild: Sendable {
 
     /// `progress` is called after each step (a page of each range folded), and once more at the catch-up, with the
     /// writers stopped.
-    public func run(
+    func run(
         pageSize: Int = 20_000, parallelism: Int = defaultParallelism, progress: (Progress) async throws -> Void = { _ in }
     ) async throws -> Result {
         let started = ContinuousClock.now

@@ -13,16 +13,16 @@ public struct StoredAppStoreJWS: Sendable, Hashable {
 }
 
 /// Reads every stored App Store JWS for `ledger verify --signatures`, one at a time (memory holds one).
-public struct StoredSignatures: Sendable {
+struct StoredSignatures: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
         self.client = client
         self.logger = logger
     }
 
-    public func forEachAppStoreJWS(_ body: (StoredAppStoreJWS) async throws -> Void) async throws {
+    func forEachAppStoreJWS(_ body: (StoredAppStoreJWS) async throws -> Void) async throws {
         let rows = try await client.query(
             """
             SELECT 'order ' || order_id || ' version ' || version, 'notification', data->'evidence'->>'signedPayload', position

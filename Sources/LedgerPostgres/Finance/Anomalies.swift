@@ -138,11 +138,11 @@ public struct Anomaly: Sendable, Hashable {
 }
 
 /// Finds anomalies in the projections and the refusal log; read-only.
-public struct AnomalyFinder: Sendable {
+struct AnomalyFinder: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
         self.client = client
         self.logger = logger
     }
@@ -150,7 +150,7 @@ public struct AnomalyFinder: Sendable {
     /// Anomalies of `kinds` (all when empty), each older than `olderThan` or its kind's default threshold.
     /// A kind named twice is looked for once (the callers refuse the repeat; this keeps an order from being listed
     /// twice if one ever gets through).
-    public func find(kinds: [AnomalyKind] = [], olderThan: Duration? = nil) async throws -> [Anomaly] {
+    func find(kinds: [AnomalyKind] = [], olderThan: Duration? = nil) async throws -> [Anomaly] {
         var found: [Anomaly] = []
         var asked: [AnomalyKind] = []
         for kind in kinds.isEmpty ? AnomalyKind.allCases : kinds where !asked.contains(kind) { asked.append(kind) }
@@ -208,7 +208,7 @@ extension AnomalyFinder {
     /// At most `limit` anomalies of `kinds` (all when empty; each kind once, in the order given) after `cursor`,
     /// each older than `olderThan` or its kind's default threshold. Memory holds one page, never the whole list.
     /// A cursor whose kind is not among `kinds` ends the listing: nothing comes after it (the API refuses it first).
-    public func page(
+    func page(
         kinds: [AnomalyKind] = [], olderThan: Duration? = nil, limit: Int, after cursor: AnomalyCursor? = nil
     ) async throws -> AnomalyPage {
         let limit = max(1, min(limit, Int(Int32.max)))

@@ -43,18 +43,18 @@ public struct ReconciliationSummary: Sendable, Hashable {
 /// Reconciles a provider's transaction list against the ledger, streaming: the file is loaded in batches into a
 /// temporary table of the connection, the comparison is one query whose rows stream back, so memory stays flat
 /// however long the file is. A transaction listed twice (paid, then refunded) counts as its refunded line.
-public struct Reconciliation: Sendable {
+struct Reconciliation: Sendable {
     let client: PostgresClient
     let logger: Logger
     static let batchSize = 5000
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
         self.client = client
         self.logger = logger
     }
 
     /// The period's own rule, for callers that must refuse a bad period before they start answering.
-    public static func checkPeriod(from: String, to: String) throws(FinanceError) {
+    static func checkPeriod(from: String, to: String) throws(FinanceError) {
         guard from <= to else { throw .emptyPeriod }
     }
 
@@ -62,7 +62,7 @@ public struct Reconciliation: Sendable {
     /// order, then the ledger's grants in the period (`from`…`to`, days in UTC, both included) of `provider` that the
     /// file lacks. A file that cannot be read (no header, an over-long record, an unclosed quote) throws
     /// `ProviderFileError` before the first row is emitted: the whole file is loaded before the comparison starts.
-    public func run<Chunks: AsyncSequence & Sendable>(
+    func run<Chunks: AsyncSequence & Sendable>(
         provider: Provider, from: String, to: String, chunks: Chunks,
         emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {

@@ -13,11 +13,11 @@ struct RefusedEvent: Error {
 /// The refusal log (`refusals`): every refused event, kept as evidence though nothing was written to its order.
 /// Finance reads it for `refused_grant` anomalies: a wrong-account or double-credit attempt is visible there, not only
 /// to the caller that got the 409.
-public struct RefusalLog: Sendable {
+struct RefusalLog: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.refusals")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.refusals")) {
         self.client = client
         self.logger = logger
     }
@@ -32,7 +32,7 @@ public struct RefusalLog: Sendable {
     }
 
     /// The latest `limit` refusals of one order, newest first.
-    public func refusals(ofOrder orderId: String, limit: Int) async throws -> [RecordedRefusal] {
+    func refusals(ofOrder orderId: String, limit: Int) async throws -> [RecordedRefusal] {
         try await client.query(
             """
             SELECT id, recorded_at, actor, event_type, transaction_id, code, details::text FROM refusals

@@ -50,17 +50,17 @@ public enum FinanceError: Error, Sendable, Hashable, CustomStringConvertible {
 /// Revenue per group from the `orders` projection (indexed by granted and refunded time), never by replaying
 /// events. A grant counts on the day of its recorded time in `timeZone`, a refund on the day of its own, so a refund
 /// in a later period than its grant lowers that later period.
-public struct RevenueReport: Sendable {
+struct RevenueReport: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
         self.client = client
         self.logger = logger
     }
 
     /// Days `from` through `to`, both included, as calendar dates (YYYY-MM-DD) in `timeZone`.
-    public func rows(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
+    func rows(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
         guard from <= to else { throw FinanceError.emptyPeriod }
         try await checkTimeZone(timeZone)
         // Each dimension once, currency last: the callers refuse a repeated name, but a repeat reaching here must

@@ -11,10 +11,10 @@ import PostgresNIO
 /// domain decides each event against the order as read, and one write stores the events with the new projection
 /// rows. A refusal throws a `Refusal` and nothing is written.
 public struct Ledger: Sendable {
-    public let store: EventStore
+    let store: EventStore
     let rows: OrderRows
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
         self.init(store: EventStore(client: client, logger: logger), logger: logger)
     }
 
@@ -25,11 +25,11 @@ public struct Ledger: Sendable {
 
     /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
     /// they return confirms nothing — a replica's may lag — so a cached token is confirmed on the primary instead.
-    public static func reading(from replica: PostgresClient, logger: Logger = Logger(label: "ledger")) -> Ledger {
+    static func reading(from replica: PostgresClient, logger: Logger = Logger(label: "ledger")) -> Ledger {
         Ledger(store: EventStore(client: replica, logger: logger, confirmsTokens: false), logger: logger)
     }
 
-    public var client: PostgresClient { store.client }
+    var client: PostgresClient { store.client }
 
     /// Validates and records events for one order, all or nothing.
     public func record(

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// The streaming replicas `serve` may read from (`--database-read-url`), and how far behind each one is.
@@ -38,7 +39,7 @@ public final class ReadReplicas: Sendable {
     private let turn = Atomic<UInt>(0)
 
     /// `replicas` are named `replica-1`, `replica-2`… in the order given.
-    public init(
+    init(
         primary: PostgresClient, replicas: [PostgresClient], maximumLag: Duration = .seconds(5),
         readYourWritesWait: Duration = .seconds(1), checkInterval: Duration = .milliseconds(250),
         logger: Logger = Logger(label: "ledger.replicas")
@@ -51,6 +52,28 @@ public final class ReadReplicas: Sendable {
         self.logger = logger
         self.health = Mutex(Array(repeating: .unknown, count: replicas.count))
     }
+
+    /// `serve`'s replicas, from their URLs (connected like the primary's pool, `Database.serviceConfiguration(limits:)`,
+    /// `poolSize` sessions each); nil when no URL is given. Not running yet: `serve` runs `pools` as services.
+    public static func connect(
+        urls: [String], primary: LedgerDatabase, poolSize: Int, limits: ServerLimits, maximumLag: Duration,
+        readYourWritesWait: Duration, logger: Logger
+    ) throws -> ReadReplicas? {
+        let clients = try urls.map { url in
+            var configuration = try Database.configuration(fromURL: url)
+            configuration.options.maximumConnections = poolSize
+            return PostgresClient(
+                configuration: Database(configuration: configuration).serviceConfiguration(limits: limits),
+                backgroundLogger: Database.quieterLogger(logger))
+        }
+        guard !clients.isEmpty else { return nil }
+        return ReadReplicas(
+            primary: primary.client, replicas: clients, maximumLag: maximumLag, readYourWritesWait: readYourWritesWait,
+            logger: logger)
+    }
+
+    /// The replicas' connection pools, for `serve` to run beside the primary's.
+    public var pools: [any Service] { replicas.map(\.ledger.client) }
 
     /// Each replica's health, in order.
     public var report: [(name: String, health: Health)] {

@@ -6,22 +6,22 @@ import PostgresNIO
 /// Everything an append decides on, read by one statement (one snapshot): the stream's head, the database clock,
 /// which of the new event ids are already stored, the order's projection row, the transaction bindings the new
 /// events name, and the token epoch.
-public struct AppendSnapshot: Sendable {
-    public let orderId: String
+struct AppendSnapshot: Sendable {
+    let orderId: String
     /// The stream's version (0: no stream yet) and whether its row exists.
-    public let version: Int
+    let version: Int
     let streamExists: Bool
     /// The hash of the order's last event, which the new events chain onto.
     let lastHash: [UInt8]?
     /// The database's clock at the read: every event of the batch is recorded at this time. Times within one order
     /// never go backwards: a later writer reads after an earlier one committed, or loses the version check.
-    public let recordedAt: Date
+    let recordedAt: Date
     /// The new event ids already stored, with where they landed and whether they match the new events exactly.
     let stored: [StoredEventId]
     /// The order as projected (nil: no order yet).
-    public let order: Order?
+    let order: Order?
     /// Who holds each transactionId the new events name.
-    public let bindings: [String: TransactionBinding]
+    let bindings: [String: TransactionBinding]
     /// The token epoch (schema/009), which confirms a request's cached token before anything is written.
     let tokenEpoch: Int64
 

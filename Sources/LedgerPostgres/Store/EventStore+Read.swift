@@ -4,7 +4,7 @@ import PostgresNIO
 
 extension EventStore {
     /// An order's events in version order, optionally only a prefix of them.
-    public func read(_ orderId: String, upTo limit: StreamLimit? = nil) async throws -> [StoredEvent] {
+    func read(_ orderId: String, upTo limit: StreamLimit? = nil) async throws -> [StoredEvent] {
         let query: PostgresQuery = switch limit {
         case nil:
             "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) ORDER BY version"
@@ -21,7 +21,7 @@ extension EventStore {
 
     /// At most `limit` of an order's events after version `after`, in version order, only those recorded by `asOf`
     /// when given: one page of its history, read on `connection`.
-    public func readPage(
+    func readPage(
         _ orderId: String, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
     ) async throws -> [StoredEvent] {
         let query = Self.pageQuery(orderId, after: version, asOf: asOf, limit: limit)
@@ -40,7 +40,7 @@ extension EventStore {
     }
 
     /// Whether the event at `position` is here: on a replica, whether it has replayed that append's commit.
-    public func holds(position: Int64) async throws -> Bool {
+    func holds(position: Int64) async throws -> Bool {
         try await client.query("SELECT EXISTS (SELECT 1 FROM events WHERE position = \(position))", logger: logger) { rows in
             for try await held in rows.decode(Bool.self) { return held }
             return false
@@ -74,7 +74,7 @@ extension EventStore {
 
     /// Calls `body` with each of an order's events up to and including version `through` (only those recorded by
     /// `asOf` when given), in version order, one row at a time: memory stays flat however many there are.
-    public func forEach(
+    func forEach(
         _ orderId: String, through version: Int, asOf: Date?, on connection: PostgresConnection,
         _ body: (StoredEvent) throws -> Void
     ) async throws {
@@ -92,7 +92,7 @@ extension EventStore {
     }
 
     /// Whether the order has any event at all.
-    public func hasEvents(_ orderId: String, on connection: PostgresConnection) async throws -> Bool {
+    func hasEvents(_ orderId: String, on connection: PostgresConnection) async throws -> Bool {
         let rows = try await connection.query("SELECT EXISTS (SELECT 1 FROM events WHERE order_id = \(orderId))", logger: logger)
         for try await exists in rows.decode(Bool.self) { return exists }
         return false
@@ -111,7 +111,7 @@ extension EventStore {
     /// started, gets an id at or above it; so no row can later appear before a row already read. Writers take no
     /// global lock; the price is that one long-running transaction holds the feed back until it ends.
     /// The cursor stays a plain position: the event at that position gives the (transaction id, position) to resume after.
-    public func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
+    func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
         let horizon = "pg_snapshot_xmin(pg_current_snapshot())"
         guard let position else {
             return try await client.query(

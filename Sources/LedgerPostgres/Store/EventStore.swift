@@ -15,9 +15,9 @@ import PostgresNIO
 ///    chain, the projection rows. A writer that lost the race writes nothing and takes no positions.
 /// A lost race (the version moved, an event id or a transaction taken meanwhile) reads and decides again, now queued
 /// behind the order's advisory lock inside a transaction, so many writers on one order take turns instead of racing.
-public struct EventStore: Sendable {
-    public let client: PostgresClient
-    public let logger: Logger
+struct EventStore: Sendable {
+    let client: PostgresClient
+    let logger: Logger
     /// Whether the token epoch its reads return confirms the request's cached token (`TokenConfirmation`). Not on a
     /// replica: its epoch may lag the primary's, and a revoked token must be refused on its next request.
     let confirmsTokens: Bool
@@ -25,7 +25,7 @@ public struct EventStore: Sendable {
     /// How many times an append reads and decides again after losing a race before the error is passed on.
     static let raceRetries = 8
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true) {
         self.client = client
         self.logger = logger
         self.confirmsTokens = confirmsTokens
@@ -36,7 +36,7 @@ public struct EventStore: Sendable {
 
     /// Appends `events` to the order's stream, all or nothing. See the type's documentation for the steps.
     /// The projected order is returned with the append's result; it is nil for a replay (the projection did not run).
-    public func append(
+    func append(
         to orderId: String,
         expectedVersion: ExpectedVersion = .any,
         events: [NewEvent],
@@ -87,7 +87,7 @@ public struct EventStore: Sendable {
     }
 
     /// Appends without a projection.
-    public func append(to orderId: String, expectedVersion: ExpectedVersion = .any, events: [NewEvent]) async throws -> AppendResult {
+    func append(to orderId: String, expectedVersion: ExpectedVersion = .any, events: [NewEvent]) async throws -> AppendResult {
         try await append(to: orderId, expectedVersion: expectedVersion, events: events) { _ in nil }.result
     }
 

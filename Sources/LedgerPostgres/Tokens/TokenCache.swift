@@ -21,7 +21,7 @@ public final class TokenCache: Sendable {
     /// Beyond this many tokens the cache starts again empty: a bound, not a policy (services hold a few tokens).
     static let capacity = 1_024
 
-    public init(tokens: TokenStore) {
+    init(tokens: TokenStore) {
         self.tokens = tokens
     }
 

@@ -54,17 +54,17 @@ public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
 /// a slow password hash adds nothing, and lookup by hash compares no secret bytes in Swift, so there is no timing
 /// signal about the secret. `serve` keeps valid tokens in a `TokenCache`, which still refuses a revoked token on its
 /// next request.
-public struct TokenStore: Sendable {
-    public let client: PostgresClient
+struct TokenStore: Sendable {
+    let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger = Logger(label: "ledger.tokens")) {
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.tokens")) {
         self.client = client
         self.logger = logger
     }
 
     /// Creates a token and returns its secret (the only time it exists outside the caller).
-    public func create(name: String, scopes: [Scope]) async throws -> String {
+    func create(name: String, scopes: [Scope]) async throws -> String {
         guard name.utf8.count <= 64, Identifier.isValid(name) else { throw TokenError.invalidName(name) }
         guard !scopes.isEmpty else { throw TokenError.noScopes }
         let secret = Self.newSecret()
@@ -80,7 +80,7 @@ public struct TokenStore: Sendable {
         return secret
     }
 
-    public func list() async throws -> [TokenInfo] {
+    func list() async throws -> [TokenInfo] {
         let rows = try await client.query(
             "SELECT name, scopes, created_at, revoked_at FROM api_tokens ORDER BY name", logger: logger)
         var tokens: [TokenInfo] = []
@@ -91,7 +91,7 @@ public struct TokenStore: Sendable {
     }
 
     /// Revokes the token; its next request is refused.
-    public func revoke(name: String) async throws {
+    func revoke(name: String) async throws {
         let rows = try await client.query(
             "UPDATE api_tokens SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING 1", logger: logger)
         var revoked = false
@@ -100,7 +100,7 @@ public struct TokenStore: Sendable {
     }
 
     /// The active token with this secret, or nil.
-    public func authenticate(secret: String) async throws -> AuthenticatedToken? {
+    func authenticate(secret: String) async throws -> AuthenticatedToken? {
         try await authenticateWithEpoch(secret: secret).token
     }
 
@@ -122,7 +122,7 @@ public struct TokenStore: Sendable {
         }
     }
 
-    public func isEmpty() async throws -> Bool {
+    func isEmpty() async throws -> Bool {
         for try await exists in try await client.query("SELECT EXISTS (SELECT 1 FROM api_tokens)", logger: logger).decode(Bool.self) {
             return !exists
         }

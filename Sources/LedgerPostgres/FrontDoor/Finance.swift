@@ -1,0 +1,36 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The finance entry point (`LedgerDatabase.finance`): revenue, reconciliation against a provider's file, anomalies.
+/// Read-only; each answer comes from the projections.
+public struct Finance: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Granted, refunded and net per group over the days `from`…`to` (inclusive) in `timeZone` (`RevenueReport`).
+    public func revenue(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
+        try await RevenueReport(client: client, logger: logger).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
+    }
+
+    /// Refuses a reconciliation period before any file is read (`Reconciliation.checkPeriod`).
+    public static func checkReconciliationPeriod(from: String, to: String) throws(FinanceError) {
+        try Reconciliation.checkPeriod(from: from, to: to)
+    }
+
+    /// Compares a provider's transaction list, streamed in `chunks`, with the ledger; every row goes to `emit`.
+    public func reconcile<Chunks: AsyncSequence & Sendable>(
+        provider: Provider, from: String, to: String, chunks: Chunks,
+        emit: (ReconciliationRow) async throws -> Void
+    ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {
+        try await Reconciliation(client: client, logger: logger).run(provider: provider, from: from, to: to, chunks: chunks, emit: emit)
+    }
+
+    /// One page of anomalies, kind by kind, each kind by age (`AnomalyFinder`).
+    public func anomalies(
+        kinds: [AnomalyKind] = [], olderThan: Duration? = nil, limit: Int, after cursor: AnomalyCursor? = nil
+    ) async throws -> AnomalyPage {
+        try await AnomalyFinder(client: client, logger: logger).page(kinds: kinds, olderThan: olderThan, limit: limit, after: cursor)
+    }
+}

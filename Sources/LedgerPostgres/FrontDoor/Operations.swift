@@ -1,0 +1,105 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The operations and audit entry point (`LedgerDatabase.operations`): the ledger digest, verification, rebuilding
+/// projections, exporting the log, API tokens, readiness.
+public struct Operations: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    // MARK: Readiness
+
+    /// Whether the database answers `SELECT 1` within `limit`. The query runs under `withConnection(within:)`, like
+    /// every request's database work: the answer comes at the limit even when the query never returns (PostgresNIO's
+    /// queries ignore cancellation, so waiting for a cancelled query, as a task group does for its children, could
+    /// wait forever).
+    public func isReachable(within limit: Duration, logger: Logger) async -> Bool {
+        do {
+            try await client.withConnection(within: limit) { connection in
+                for try await _ in try await connection.query("SELECT 1", logger: logger) {}
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    // MARK: The ledger digest (`LedgerDigests`)
+
+    /// The latest stored checkpoint; nil before the first seal.
+    public func latestDigest() async throws -> DigestCheckpoint? {
+        try await digests.latest()
+    }
+
+    /// Seals the events recorded since the last checkpoint; `.skip` leaves the round to a sealer already at work.
+    @discardableResult
+    public func seal(whenAnotherIsSealing: ConcurrentSealing = .wait) async throws -> DigestCheckpoint? {
+        try await digests.seal(whenAnotherIsSealing: whenAnotherIsSealing)
+    }
+
+    /// A checkpoint covering every event committed before the call (`ledger seal`).
+    public func sealNow() async throws -> DigestCheckpoint? {
+        try await digests.sealNow()
+    }
+
+    /// `sealNow`, or the latest stored checkpoint for a role that may not seal (`ledger digest`).
+    public func sealIfPermitted() async throws -> (checkpoint: DigestCheckpoint?, sealed: Bool) {
+        try await digests.sealIfPermitted()
+    }
+
+    private var digests: LedgerDigests { LedgerDigests(client: client, logger: logger) }
+
+    // MARK: Audit
+
+    /// Hash chains, stored digests, the pinned digest if any, and projections against the fold (`LedgerVerifier`).
+    public func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
+        try await LedgerVerifier(client: client, logger: logger).verify(pinned: pinned)
+    }
+
+    /// Every App Store JWS the ledger keeps (notifications, signed transactions), for `verify --signatures`.
+    public func forEachStoredAppStoreJWS(_ body: (StoredAppStoreJWS) async throws -> Void) async throws {
+        try await StoredSignatures(client: client, logger: logger).forEachAppStoreJWS(body)
+    }
+
+    /// Rebuilds every projection from the log and swaps them in (`ProjectionRebuild`).
+    public func rebuild(
+        pageSize: Int, progress: (ProjectionRebuild.Progress) async throws -> Void = { _ in }
+    ) async throws -> ProjectionRebuild.Result {
+        try await ProjectionRebuild(client: client, logger: logger).run(pageSize: pageSize, progress: progress)
+    }
+
+    /// Writes the events `export` selects, with their hashes, one record per `write`; returns the count.
+    @discardableResult
+    public func export(_ export: EventExport, write: (String) throws -> Void) async throws -> Int {
+        try await export.run(AuditLog(client: client, logger: logger), write: write)
+    }
+
+    // MARK: API tokens (`TokenStore`)
+
+    /// Creates a token; the secret is returned once and stored only as a hash.
+    public func createToken(name: String, scopes: [Scope]) async throws -> String {
+        try await tokens.create(name: name, scopes: scopes)
+    }
+
+    /// True before the first token is created (`serve` then makes a development token on the embedded cluster).
+    public func hasNoTokens() async throws -> Bool {
+        try await tokens.isEmpty()
+    }
+
+    public func listTokens() async throws -> [TokenInfo] {
+        try await tokens.list()
+    }
+
+    public func revokeToken(name: String) async throws {
+        try await tokens.revoke(name: name)
+    }
+
+    /// The tokens as `serve` checks them: cached in memory, a revocation still seen on the next request.
+    public func tokenCache() -> TokenCache {
+        TokenCache(tokens: tokens)
+    }
+
+    var tokens: TokenStore { TokenStore(client: client, logger: logger) }
+}
