@@ -3,13 +3,6 @@ import LedgerCore
 import Logging
 import PostgresNIO
 
-/// A refusal raised inside an append, with the event it refused: the store rolls the append back, and
-/// `Ledger.record` logs it (`RefusalLog`) before passing the plain `Refusal` on.
-struct RefusedEvent: Error {
-    let refusal: Refusal
-    let event: OrderEvent
-}
-
 /// The refusal log (`refusals`): every refused event, kept as evidence though nothing was written to its order.
 /// Finance reads it for `refused_grant` anomalies: a wrong-account or double-credit attempt is visible there, not only
 /// to the caller that got the 409.

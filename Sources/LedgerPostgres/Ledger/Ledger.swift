@@ -70,7 +70,11 @@ public struct Ledger: Sendable {
                 to: orderId, expectedVersion: expectedVersion, events: newEvents,
                 transactionIds: events.compactMap(\.transactionId)
             ) { snapshot in
-                try OrderRows.decide(events, after: snapshot)
+                // Unreachable (the decider refuses anything but order.created on no order), but a throw, never a trap.
+                guard let order = try OrderBatch.decide(events, from: snapshot.start) else {
+                    throw CorruptRow(column: "order_id", value: orderId)
+                }
+                return order
             }
         } catch let refusal as RefusedEvent {
             // Evidence first: if the log cannot be written, the caller gets the database error (a 503) and retries,

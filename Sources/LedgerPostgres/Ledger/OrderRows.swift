@@ -8,30 +8,6 @@ import PostgresNIO
 struct OrderRows: Sendable {
     let logger: Logger
 
-    /// Inside an append: decides each event against the order as read, and folds the accepted events into the
-    /// order the append writes. Throws the first refusal (as `RefusedEvent`); nothing is written then.
-    static func decide(_ events: [OrderEvent], after snapshot: AppendSnapshot) throws -> Order {
-        var order = snapshot.order
-        var bindings = snapshot.bindings
-        for (offset, event) in events.enumerated() {
-            let binding = event.transactionId.flatMap { bindings[$0] }
-            if let refusal = OrderDecider.decide(order, event, orderId: snapshot.orderId, binding: binding) {
-                throw RefusedEvent(refusal: refusal, event: event)
-            }
-            let recorded = RecordedOrderEvent(
-                orderId: snapshot.orderId, version: snapshot.version + offset + 1, event: event,
-                recordedAt: snapshot.recordedAt)
-            order = OrderDecider.evolve(order, recorded)
-            if let order, let transactionId = order.transactionId {
-                bindings[transactionId] = TransactionBinding(
-                    transactionId: transactionId, orderId: order.orderId, granted: order.grantedAt != nil)
-            }
-        }
-        // Unreachable (the decider refuses anything but order.created on no order), but a throw, never a trap.
-        guard let order else { throw CorruptRow(column: "order_id", value: snapshot.orderId) }
-        return order
-    }
-
     static let orderColumns = """
         order_id, account_id, product_id, quantity, amount_value, currency, provider, environment, app_account_token,
         state, version, transaction_id, flags, verification_attempts, last_error_code, refunded_value, refunded_currency,

@@ -25,6 +25,11 @@ struct AppendSnapshot: Sendable {
     /// The token epoch (schema/009), which confirms a request's cached token before anything is written.
     let tokenEpoch: Int64
 
+    /// Where the domain's decision of the batch starts (`OrderBatch`).
+    var start: OrderBatch.Start {
+        OrderBatch.Start(orderId: orderId, order: order, version: version, recordedAt: recordedAt, bindings: bindings)
+    }
+
     /// Any snapshot: the write statement's text does not depend on the values (see `StatementShape`).
     static let sample = AppendSnapshot(
         orderId: "", version: 0, streamExists: false, lastHash: nil, recordedAt: Date(timeIntervalSince1970: 0),
