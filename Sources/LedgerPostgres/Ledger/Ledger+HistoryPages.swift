@@ -27,11 +27,11 @@ extension Ledger {
         let store = self.store
         let after = max(0, after), limit = max(1, limit)
         return try await client.withConnection(within: Deadline.remaining) { connection in
-            var order: Order?
+            var fold = HistoryFold()
             var before = 0
             if after > 0 {
                 try await store.forEach(orderId, through: after, asOf: asOf, on: connection) { stored in
-                    order = OrderDecider.evolve(order, try stored.recordedOrderEvent())
+                    try fold.add(stored, keepingEntry: false)
                     before += 1
                 }
             }
@@ -44,14 +44,10 @@ extension Ledger {
                 // Known now but not yet as of then: an empty story. Never known: none at all.
                 guard asOf != nil, try await store.hasEvents(orderId, on: connection) else { return nil }
             }
-            var entries: [HistoryEntry] = []
-            entries.reserveCapacity(events.count)
-            for stored in events {
-                order = OrderDecider.evolve(order, try stored.recordedOrderEvent())
-                entries.append(HistoryEntry(event: stored, stateAfter: order?.state))
-            }
+            try fold.add(events)
             return HistoryPage(
-                orderId: orderId, asOf: asOf, entries: entries, order: order, next: more ? entries.last?.event.version : nil)
+                orderId: orderId, asOf: asOf, entries: fold.entries, order: fold.order,
+                next: more ? fold.entries.last?.event.version : nil)
         }
     }
 }

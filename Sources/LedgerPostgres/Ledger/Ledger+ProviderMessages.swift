@@ -57,13 +57,11 @@ extension Ledger {
             return .unmatched
         }
         let metadata = EventMetadata(actor: "provider:\(fact.provider.rawValue)", requestId: requestId)
+        // The order's history is read once; when the order moves meanwhile, only the events appended since are read.
+        var fold = try await history(orderId, upTo: nil)
         for _ in 0..<Self.providerMessageAttempts {
-            let (entries, current) = try await history(orderId, upTo: nil)
-            guard let order = current else { break }
-            let facts = try entries.compactMap { entry -> ProviderNotified? in
-                guard case .providerNotified(let recorded) = try entry.event.recordedOrderEvent().event else { return nil }
-                return recorded
-            }
+            guard let order = fold.order else { break }
+            let facts = fold.providerFacts
             if facts.contains(where: { $0.provider == fact.provider && $0.notificationId == fact.notificationId }) {
                 return .duplicate(orderId: orderId)
             }
@@ -79,8 +77,9 @@ extension Ledger {
                     return .recorded(orderId: orderId, followed: [], refusal: refusal)
                 } catch EventStoreError.versionConflict, EventStoreError.idempotencyConflict {}
             } catch EventStoreError.versionConflict, EventStoreError.idempotencyConflict {
-                // The order moved (or the same message is being recorded by another delivery): read again.
+                // The order moved (or the same message is being recorded by another delivery): read what is new.
             }
+            try fold.add(try await store.read(orderId, after: order.version))
         }
         throw EventStoreError.contended(orderId: orderId)
     }

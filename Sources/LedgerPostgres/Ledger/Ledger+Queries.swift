@@ -16,12 +16,12 @@ extension Ledger {
     /// The whole story in memory, for in-process callers that know it is short (tests); the API and the CLI read
     /// it page by page (`history(_:asOf:after:limit:)`), so no request builds an answer of unbounded size.
     public func history(_ orderId: String, asOf: Date? = nil) async throws -> OrderHistory? {
-        let (entries, order) = try await history(orderId, upTo: asOf.map(StreamLimit.recordedAt))
-        if entries.isEmpty {
+        let fold = try await history(orderId, upTo: asOf.map(StreamLimit.recordedAt))
+        if fold.entries.isEmpty {
             // Known now but not yet as of then: an empty story. Never known: none at all.
             guard asOf != nil, try await self.order(orderId) != nil else { return nil }
         }
-        return OrderHistory(orderId: orderId, asOf: asOf, entries: entries, order: order)
+        return OrderHistory(orderId: orderId, asOf: asOf, entries: fold.entries, order: fold.order)
     }
 
     /// "Was this transaction already credited?"; nil when the ledger has never seen the transactionId.

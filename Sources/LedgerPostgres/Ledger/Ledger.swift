@@ -119,14 +119,10 @@ public struct Ledger: Sendable {
     }
 
     /// An order's events up to `limit`, each with the state it left the order in, and the order they fold to.
-    func history(_ orderId: String, upTo limit: StreamLimit?) async throws -> (entries: [HistoryEntry], order: Order?) {
-        var order: Order?
-        var entries: [HistoryEntry] = []
-        for stored in try await store.read(orderId, upTo: limit) {
-            order = OrderDecider.evolve(order, try stored.recordedOrderEvent())
-            entries.append(HistoryEntry(event: stored, stateAfter: order?.state))
-        }
-        return (entries, order)
+    func history(_ orderId: String, upTo limit: StreamLimit?) async throws -> HistoryFold {
+        var fold = HistoryFold()
+        try fold.add(try await store.read(orderId, upTo: limit))
+        return fold
     }
 }
 

@@ -19,6 +19,13 @@ extension EventStore {
         return try await client.query(query, logger: logger, reading: Self.decode)
     }
 
+    /// An order's events after `version`, in version order: what was appended since the caller last read.
+    func read(_ orderId: String, after version: Int) async throws -> [StoredEvent] {
+        try await client.query(
+            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version > \(version) ORDER BY version",
+            logger: logger, reading: Self.decode)
+    }
+
     /// At most `limit` of an order's events after version `after`, in version order, only those recorded by `asOf`
     /// when given: one page of its history, read on `connection`.
     func readPage(
