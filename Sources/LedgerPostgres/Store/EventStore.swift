@@ -3,18 +3,8 @@ import LedgerCore
 import Logging
 import PostgresNIO
 
-/// The append-only event store: one stream per order, on PostgreSQL, with the order projection written inline.
-///
-/// An append is two statements on one connection, no transaction (AppendStatements.swift):
-/// 1. **read**, one snapshot: the stream's version and last hash, the database clock, which of the event ids are
-///    already stored, the order's projection row, the bindings of the transactionIds the events name, and the token
-///    epoch that confirms a cached token (`TokenCache`);
-/// 2. in Swift: a retry whose event ids are all stored with the same content gets the original result (nothing is
-///    written); then the expected version is checked; then the projection decides (and may refuse);
-/// 3. **write**, one statement: the stream's version bump (guarded by the version read), the events sealed onto the
-///    chain, the projection rows. A writer that lost the race writes nothing and takes no positions.
-/// A lost race (the version moved, an event id or a transaction taken meanwhile) reads and decides again, now queued
-/// behind the order's advisory lock inside a transaction, so many writers on one order take turns instead of racing.
+/// The append-only event store: one stream per order, on PostgreSQL. Its reads are here (EventStore+Read.swift);
+/// its append, two statements with the order projection written inline, is a step of the append path (Append/).
 struct EventStore: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -29,92 +19,5 @@ struct EventStore: Sendable {
         self.client = client
         self.logger = logger
         self.confirmsTokens = confirmsTokens
-    }
-
-    /// Decides, from what the append read, the order the events leave (written with them); nil writes no projection.
-    public typealias Projection = @Sendable (AppendSnapshot) throws -> Order?
-
-    /// Appends `events` to the order's stream, all or nothing. See the type's documentation for the steps.
-    /// The projected order is returned with the append's result; it is nil for a replay (the projection did not run).
-    func append(
-        to orderId: String,
-        expectedVersion: ExpectedVersion = .any,
-        events: [NewEvent],
-        transactionIds: [String] = [],
-        projection: @escaping Projection
-    ) async throws -> (result: AppendResult, projected: Order?) {
-        guard !events.isEmpty else { throw EventStoreError.emptyAppend }
-        let statements = AppendStatements(logger: logger)
-        let attempt = { @Sendable (connection: PostgresConnection, queued: Bool) async throws -> (AppendResult, Order?)? in
-            let snapshot = try await statements.read(orderId, events: events, transactionIds: transactionIds, on: connection)
-            try await TokenConfirmation.confirm(epoch: snapshot.tokenEpoch)
-            if let replay = try Self.replay(of: events, in: snapshot) { return (replay, nil) }
-            guard expectedVersion.admits(snapshot.version) else {
-                throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: snapshot.version)
-            }
-            let order = try projection(snapshot)
-            // Past its deadline the connection is being closed, and a statement sent on a closing connection may
-            // never answer (PostgresNIO 1.33), keeping its pool slot: the write is not sent.
-            try Task.checkCancellation()
-            guard let appended = try await statements.write(
-                events, after: snapshot, projecting: order, queued: queued, on: connection)
-            else { return nil }
-            return (AppendResult(orderId: orderId, events: appended, isReplay: false), order)
-        }
-        var losses = 0
-        while true {
-            do {
-                let queued = losses > 0
-                let outcome = try await client.withConnection(within: Deadline.remaining) { connection in
-                    guard queued else { return try await attempt(connection, false) }
-                    return try await connection.withTransaction(logger: logger) { connection in
-                        try await statements.queue(for: orderId, on: connection)
-                        // Holding the queue, only a writer that read before it can still move the stream: a few turns.
-                        for _ in 0..<Self.raceRetries {
-                            if let outcome = try await attempt(connection, true) { return outcome }
-                        }
-                        return nil
-                    }
-                }
-                if let outcome { return outcome }
-                guard losses < Self.raceRetries else { throw EventStoreError.contended(orderId: orderId) }
-            } catch where losses < Self.raceRetries && Self.isLostRace(error, queued: losses > 0) {
-            } catch {
-                throw underlyingError(error)  // a refusal or conflict thrown inside the queue's transaction
-            }
-            losses += 1
-        }
-    }
-
-    /// Appends without a projection.
-    func append(to orderId: String, expectedVersion: ExpectedVersion = .any, events: [NewEvent]) async throws -> AppendResult {
-        try await append(to: orderId, expectedVersion: expectedVersion, events: events) { _ in nil }.result
-    }
-
-    /// A unique violation (an event id or a stream taken meanwhile), a deadlock, a transaction claimed meanwhile
-    /// (schema/008); and, outside the queue, a stream row another writer holds (queued, that writer's lock is
-    /// waited for, and a lock timeout is the server's limit, not a race).
-    private static func isLostRace(_ error: any Error, queued: Bool) -> Bool {
-        let state = sqlState(of: error)
-        if !queued && state == SQLStates.lockNotAvailable { return true }
-        return [SQLStates.uniqueViolation, SQLStates.deadlockDetected, SQLStates.serializationFailure].contains(state)
-    }
-
-    /// The original result when every event id is already stored with the same order, type and data;
-    /// nil when none is stored; an idempotency conflict otherwise.
-    private static func replay(of events: [NewEvent], in snapshot: AppendSnapshot) throws -> AppendResult? {
-        var stored: [UUID: AppendedEvent] = [:]
-        for found in snapshot.stored {
-            guard found.sameContent else {
-                throw EventStoreError.idempotencyConflict(eventId: found.event.eventId, storedOrderId: found.orderId)
-            }
-            stored[found.event.eventId] = found.event
-        }
-        if stored.isEmpty { return nil }
-        // A batch is replayed whole or not at all: a request that mixes stored and new events is a different request.
-        if let firstNew = events.first(where: { stored[$0.eventId] == nil }) {
-            throw EventStoreError.idempotencyConflict(eventId: firstNew.eventId, storedOrderId: snapshot.orderId)
-        }
-        return AppendResult(orderId: snapshot.orderId, events: events.compactMap { stored[$0.eventId] }, isReplay: true)
     }
 }

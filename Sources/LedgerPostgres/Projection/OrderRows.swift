@@ -86,13 +86,6 @@ struct OrderRows: Sendable {
     }
 }
 
-/// A projection row holding a value the domain does not know: the schema and the code disagree.
-struct CorruptRow: Error, CustomStringConvertible {
-    let column: String
-    let value: String
-    var description: String { "projection column \(column) holds unknown value \(value)" }
-}
-
 private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
     guard let a, let b else { return nil }
     return (a, b)

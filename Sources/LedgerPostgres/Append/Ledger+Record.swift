@@ -3,35 +3,30 @@ import LedgerCore
 import Logging
 import PostgresNIO
 
-/// The order ledger: records events through the domain's rules and answers what happened. The one entry point
-/// the HTTP API and the CLI share.
-///
-/// Recording is the event store's append: one read of the stream and the order's projection, idempotent retries
-/// answered first (a retry of an accepted event gets the original result even if the order has moved on), then the
-/// domain decides each event against the order as read, and one write stores the events with the new projection
-/// rows. A refusal throws a `Refusal` and nothing is written.
-public struct Ledger: Sendable {
-    let store: EventStore
-    let rows: OrderRows
+// The append path, top to bottom. Every event, whoever brings it (a client's POST, a provider's verified message, a
+// follow-up the ledger derives from it), is recorded by these steps, all in this folder unless named:
+//  1. `record(orderId:events:…)` (below): the order id is checked, and each submission is parsed by the event rules
+//     (`OrderEvent(type:data:)`, LedgerCore); `provider.notified` is the ledger's own, refused from a client.
+//  2. `record(orderId:events:…)` for parsed events (below), the gate: each event's data, exactly as it will be
+//     stored, is read back by the parser every later read uses. A provider's message joins here
+//     (`recordProviderMessage`, Ledger+ProviderMessages.swift).
+//  3. `EventStore.append` (EventStore+Append.swift), on one pooled connection within the request's deadline:
+//     **read** one snapshot (`AppendStatements.read`, AppendStatements.swift): the stream's head, the database clock,
+//     which event ids are stored, the order's row, the bindings of the transactions named, the token epoch.
+//  4. The request's cached token is confirmed against the epoch read (`TokenConfirmation`, Tokens/).
+//  5. A retry whose event ids are all stored with the same content gets the original result; nothing is written.
+//  6. The expected version is checked (`EventStoreError.versionConflict`).
+//  7. The domain decides the batch: `OrderBatch.decide` → `OrderDecider.decide` (LedgerCore). This is where a grant
+//     is checked against its order and against every other order holding its transaction.
+//  8. **write**, one statement (`AppendStatements.write`): the stream's version bump, guarded by the version read;
+//     the events sealed onto the order's hash chain (`EventSeal`, LedgerCore); the order's row (`OrderRows`,
+//     Projection/); the transaction's binding. A writer that lost a race wrote nothing: back to 3, queued behind the
+//     order's advisory lock.
+//  9. A refusal at 7 is kept in the refusal log (`RefusalLog`, Finance/) and thrown as the plain `Refusal` (a 409).
+// 10. A replay (5) answers the order as it was right after the original append (`history(upTo:)`, Reads/).
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
-        self.init(store: EventStore(client: client, logger: logger), logger: logger)
-    }
-
-    private init(store: EventStore, logger: Logger) {
-        self.store = store
-        self.rows = OrderRows(logger: logger)
-    }
-
-    /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
-    /// they return confirms nothing — a replica's may lag — so a cached token is confirmed on the primary instead.
-    static func reading(from replica: PostgresClient, logger: Logger = Logger(label: "ledger")) -> Ledger {
-        Ledger(store: EventStore(client: replica, logger: logger, confirmsTokens: false), logger: logger)
-    }
-
-    var client: PostgresClient { store.client }
-
-    /// Validates and records events for one order, all or nothing.
+extension Ledger {
+    /// Validates and records events for one order, all or nothing (steps 1 to 10 above).
     public func record(
         orderId: String, events submissions: [Submission], expectedVersion: ExpectedVersion = .any, metadata: EventMetadata
     ) async throws -> Recorded {
@@ -116,20 +111,5 @@ public struct Ledger: Sendable {
             }
             return event
         }
-    }
-
-    /// An order's events up to `limit`, each with the state it left the order in, and the order they fold to.
-    func history(_ orderId: String, upTo limit: StreamLimit?) async throws -> HistoryFold {
-        var fold = HistoryFold()
-        try fold.add(try await store.read(orderId, upTo: limit))
-        return fold
-    }
-}
-
-extension StoredEvent {
-    /// The domain event this stored row holds (stored data always parses: it was validated when appended).
-    public func recordedOrderEvent() throws -> RecordedOrderEvent {
-        RecordedOrderEvent(
-            orderId: orderId, version: version, event: try OrderEvent(storedType: type, data: data), recordedAt: recordedAt)
     }
 }

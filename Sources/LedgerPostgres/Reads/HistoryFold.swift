@@ -1,0 +1,41 @@
+import Foundation
+import LedgerCore
+
+/// The one fold of an order's stored events, every history read goes through: each event evolves the order, and its
+/// entry keeps the state it left the order in.
+struct HistoryFold {
+    private(set) var order: Order?
+    private(set) var entries: [HistoryEntry] = []
+    /// The provider facts among the events, for a provider message decided against them (`recordProviderMessage`).
+    private(set) var providerFacts: [ProviderNotified] = []
+
+    /// Folds `stored`, keeping its entry unless it only leads up to a page (`keepingEntry` false).
+    mutating func add(_ stored: StoredEvent, keepingEntry: Bool = true) throws {
+        let recorded = try stored.recordedOrderEvent()
+        order = OrderDecider.evolve(order, recorded)
+        if case .providerNotified(let fact) = recorded.event { providerFacts.append(fact) }
+        if keepingEntry { entries.append(HistoryEntry(event: stored, stateAfter: order?.state)) }
+    }
+
+    mutating func add(_ events: [StoredEvent]) throws {
+        entries.reserveCapacity(entries.count + events.count)
+        for stored in events { try add(stored) }
+    }
+}
+
+extension Ledger {
+    /// An order's events up to `limit`, each with the state it left the order in, and the order they fold to.
+    func history(_ orderId: String, upTo limit: StreamLimit?) async throws -> HistoryFold {
+        var fold = HistoryFold()
+        try fold.add(try await store.read(orderId, upTo: limit))
+        return fold
+    }
+}
+
+extension StoredEvent {
+    /// The domain event this stored row holds (stored data always parses: it was validated when appended).
+    public func recordedOrderEvent() throws -> RecordedOrderEvent {
+        RecordedOrderEvent(
+            orderId: orderId, version: version, event: try OrderEvent(storedType: type, data: data), recordedAt: recordedAt)
+    }
+}
