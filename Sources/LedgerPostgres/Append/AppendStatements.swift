@@ -151,16 +151,7 @@ struct AppendStatements {
             RETURNING event_id, version, position
         ), projected AS (
             \(unescaped: OrderRows.upsertOrderSQL)
-            SELECT \(order?.orderId)::text, \(order?.accountId)::text, \(order?.productId)::text,
-                   \(order?.quantity)::int8, \(order?.amount.value)::int8, \(order?.amount.currency)::text,
-                   \(order?.provider.rawValue)::text, \(order?.environment.rawValue)::text,
-                   \(order?.appAccountToken)::uuid, \(order?.state.rawValue)::text, \(order?.version)::int8,
-                   \(order?.transactionId)::text, \(order?.flags.map(\.rawValue))::text[],
-                   \(order?.verificationAttempts)::int8, \(order?.lastErrorCode)::text,
-                   \(order?.refundedAmount?.value)::int8, \(order?.refundedAmount?.currency)::text,
-                   \(order.map { Timestamp($0.createdAt) })::timestamptz, \(order.map { Timestamp($0.updatedAt) })::timestamptz,
-                   \(order?.grantedAt.timestamp)::timestamptz, \(order?.finishedAt.timestamp)::timestamptz,
-                   \(order?.refundedAt.timestamp)::timestamptz
+            SELECT \(orderRow: order)
             WHERE \(projected) AND EXISTS (SELECT 1 FROM won)
             \(unescaped: OrderRows.upsertOrderConflictSQL)
         ), bound AS (

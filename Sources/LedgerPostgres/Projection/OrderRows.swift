@@ -8,11 +8,8 @@ import PostgresNIO
 struct OrderRows: Sendable {
     let logger: Logger
 
-    static let orderColumns = """
-        order_id, account_id, product_id, quantity, amount_value, currency, provider, environment, app_account_token,
-        state, version, transaction_id, flags, verification_attempts, last_error_code, refunded_value, refunded_currency,
-        created_at, updated_at, granted_at, finished_at, refunded_at
-        """
+    /// The column names, in `columns` order.
+    static let orderColumns = columns.map(\.name).joined(separator: ", ")
 
     func load(_ orderId: String, on connection: PostgresConnection) async throws -> Order? {
         let rows = try await connection.query(
@@ -23,26 +20,11 @@ struct OrderRows: Sendable {
 
     /// The orders upsert of the append's write statement, around its `SELECT` of the new row's values.
     static let upsertOrderSQL = "INSERT INTO orders (\(orderColumns))"
-    static let upsertOrderConflictSQL = """
-        ON CONFLICT (order_id) DO UPDATE SET
-            account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id, quantity = EXCLUDED.quantity,
-            amount_value = EXCLUDED.amount_value, currency = EXCLUDED.currency, provider = EXCLUDED.provider,
-            environment = EXCLUDED.environment, app_account_token = EXCLUDED.app_account_token, state = EXCLUDED.state,
-            version = EXCLUDED.version, transaction_id = EXCLUDED.transaction_id, flags = EXCLUDED.flags,
-            verification_attempts = EXCLUDED.verification_attempts, last_error_code = EXCLUDED.last_error_code,
-            refunded_value = EXCLUDED.refunded_value, refunded_currency = EXCLUDED.refunded_currency,
-            created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, granted_at = EXCLUDED.granted_at,
-            finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at
-        """
+    static let upsertOrderConflictSQL = "ON CONFLICT (order_id) DO UPDATE SET "
+        + columns.dropFirst().map { "\($0.name) = EXCLUDED.\($0.name)" }.joined(separator: ", ")
 
     /// The order columns as `o.…`, for a statement that joins `orders AS o`.
-    static let orderColumnsOfO = orderColumnsOf("o")
-
-    /// The order columns qualified by a table alias, for a statement that joins `orders`.
-    private static func orderColumnsOf(_ alias: String) -> String {
-        orderColumns.split(separator: ",").map { alias + "." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            .joined(separator: ", ")
-    }
+    static let orderColumnsOfO = columns.map { "o." + $0.name }.joined(separator: ", ")
 
     static func decodeOrder(_ row: PostgresRow) throws -> Order {
         guard let order = try decodeOrder(row.makeRandomAccess(), from: 0) else {
@@ -51,7 +33,7 @@ struct OrderRows: Sendable {
         return order
     }
 
-    /// The order in the `orderColumns` starting at column `start`; nil when its order_id is NULL (an outer join
+    /// The order in the `orderColumns` starting at column `start`, read in `columns` order; nil when its order_id is NULL (an outer join
     /// that found no order).
     static func decodeOrder(_ columns: PostgresRandomAccessRow, from start: Int) throws -> Order? {
         var index = start
