@@ -45,6 +45,7 @@ let package = Package(
                 .embedInCode("010_provider_messages.sql"),
                 .embedInCode("011_refusals_by_order.sql"),
                 .embedInCode("012_refused_provider_facts.sql"),
+                .embedInCode("013_token_rotation.sql"),
             ]
         ),
         .target(

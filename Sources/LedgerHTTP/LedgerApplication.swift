@@ -35,6 +35,8 @@ public enum LedgerApplication {
         EvidenceRoutes(reads: reads).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(finance: database.finance).register(finance: finance)
+        let admins = router.group("v1").add(middleware: RequireScope(scope: .tokensAdmin, tokens: tokens))
+        TokenRoutes(operations: database.operations).register(admins: admins)
         return router
     }
 

@@ -54,13 +54,6 @@ struct ConnectionTimeoutTests {
     }
 }
 
-/// Runs blocking socket work on a thread of its own, not on one of the tests' cooperative pool.
-func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: work()) }
-    }
-}
-
 /// A TCP connection to serve on loopback, written and read byte by byte as a slow or hostile client would.
 final class RawConnection: @unchecked Sendable {
     let socket: Int32

@@ -137,6 +137,36 @@ struct MultiNodeCommandTests {
         }
     }
 
+    /// `ledger tokens rotate`: every node takes the new secret, as the same actor, and (no overlap) refuses the old
+    /// one on its next request, though each had it cached.
+    @Test func aRotatedTokenWorksOnEveryNodeUnderItsNameAndTheOldSecretIsRefused() async throws {
+        try await Self.withNodes { nodes, url, secret, ledger in
+            let session = RunningServer.raceSession(4)
+            for (index, node) in nodes.enumerated() {
+                #expect(try await node.send("/v1/orders/rot-\(index)/events", token: secret, body: Lifecycle().created.json, session: session).status == 201)
+            }
+            let rotate = try await LedgerBinary.run(["tokens", "rotate", "checkout", "--overlap", "0"], databaseURL: url)
+            #expect(rotate.status == 0, "\(rotate.stdout)\(rotate.stderr)")
+            let newSecret = rotate.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(newSecret.hasPrefix("olt_") && newSecret != secret, "the new secret, alone on stdout: \(rotate.stdout)")
+            #expect(rotate.stderr.contains("previous secret is accepted until"), "\(rotate.stderr)")
+            for (index, node) in nodes.enumerated() {
+                let old = try await node.send("/v1/orders/rot-\(index)/events", token: secret, body: Lifecycle().queued.json, session: session)
+                #expect(old.status == 401, "node \(index): \(old.body)")
+                let new = try await node.send("/v1/orders/rot-\(index)/events", token: newSecret, body: Lifecycle().queued.json, session: session)
+                #expect(new.status == 201, "node \(index): \(new.body)")
+            }
+            for index in nodes.indices {
+                let actors = try await ledger.store.read("rot-\(index)").map { $0.metadata["actor"] }
+                #expect(actors == [.string("checkout"), .string("checkout")], "the same actor before and after")
+            }
+            let unknown = try await LedgerBinary.run(["tokens", "rotate", "nobody"], databaseURL: url)
+            #expect(unknown.status != 0 && unknown.stderr.contains("no active token named nobody"), "\(unknown.stderr)")
+            let tooLong = try await LedgerBinary.run(["tokens", "rotate", "checkout", "--overlap", "604801"], databaseURL: url)
+            #expect(tooLong.status == 64, "\(tooLong.stderr)")
+        }
+    }
+
     @Test func aNodeKilledMidLoadLosesNothingItAcknowledged() async throws {
         try await Self.withNodes { nodes, url, secret, ledger in
             let session = RunningServer.raceSession(48)

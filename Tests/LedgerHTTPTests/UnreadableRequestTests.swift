@@ -26,7 +26,7 @@ struct UnreadableRequestTests {
     func anUnreadableRequestGetsTheJSONError(_ name: String) async throws {
         let bytes = try #require(Self.unreadable.first { $0.0 == name }?.1)
         try await withLiveServer { port in
-            let answer = try RawHTTP.exchange(port: port, Array(bytes.utf8))
+            let answer = try await blocking { try RawHTTP.exchange(port: port, Array(bytes.utf8)) }
             #expect(answer.statusLine == "HTTP/1.1 400 Bad Request", "\(name): \(answer.text)")
             #expect(answer.header("content-type") == "application/json", "\(name)")
             let json = try JSONValue(parsing: Array(answer.body.utf8))
@@ -39,7 +39,7 @@ struct UnreadableRequestTests {
     @Test func readableRequestsOnOneConnectionAreAnsweredAsUsual() async throws {
         try await withLiveServer { port in
             let twice = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-            let answer = try RawHTTP.exchange(port: port, Array(twice.utf8))
+            let answer = try await blocking { try RawHTTP.exchange(port: port, Array(twice.utf8)) }
             #expect(answer.statusLine == "HTTP/1.1 200 OK", "\(answer.text)")
             #expect(answer.text.contains("HTTP/1.1 404 Not Found"), "\(answer.text)")
             #expect(answer.text.contains("\"not_found\""), "\(answer.text)")

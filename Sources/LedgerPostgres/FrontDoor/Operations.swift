@@ -96,6 +96,11 @@ public struct Operations: Sendable {
         try await tokens.revoke(name: name)
     }
 
+    /// A new secret for the token `name`, same name and scopes; the one it replaces is accepted for `overlap` more.
+    public func rotateToken(name: String, overlap: Duration) async throws -> RotatedToken {
+        try await tokens.rotate(name: name, overlap: overlap)
+    }
+
     /// The tokens as `serve` checks them: cached in memory, a revocation still seen on the next request.
     public func tokenCache() -> TokenCache {
         TokenCache(tokens: tokens)

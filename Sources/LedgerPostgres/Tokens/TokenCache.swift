@@ -13,42 +13,53 @@ import Synchronization
 public final class TokenCache: Sendable {
     private struct Entry {
         let token: AuthenticatedToken
+        /// A rotated token's previous secret is good until then; nil for a current secret.
+        let validUntil: Date?
         let epoch: Int64
     }
 
     private let tokens: TokenStore
+    /// The clock a previous secret's end is judged by (injected by tests).
+    private let now: @Sendable () -> Date
     private let entries = Mutex<[[UInt8]: Entry]>([:])
     /// Beyond this many tokens the cache starts again empty: a bound, not a policy (services hold a few tokens).
     static let capacity = 1_024
 
-    init(tokens: TokenStore) {
+    init(tokens: TokenStore, now: @escaping @Sendable () -> Date = Date.init) {
         self.tokens = tokens
+        self.now = now
     }
 
     /// The token and, when it came from memory, the confirmation its request must pass; nil for a secret that is
     /// not a valid token.
     public func authenticate(secret: String) async throws -> (token: AuthenticatedToken, confirmation: TokenConfirmation?)? {
         let key = Array(TokenStore.hash(secret).readableBytesView)
+        let now = now()
         if let entry = entries.withLock({ $0[key] }) {
+            // A rotated token's previous secret ends at its time, whether or not the epoch moves then.
+            guard entry.validUntil.map({ $0 > now }) ?? true else {
+                _ = entries.withLock { $0.removeValue(forKey: key) }
+                return nil
+            }
             return (entry.token, TokenConfirmation(epoch: entry.epoch) { [self] epoch in
                 try await self.recheck(secret: secret, key: key, expected: entry.token, movedTo: epoch)
             })
         }
-        let (token, epoch) = try await tokens.authenticateWithEpoch(secret: secret)
+        let (token, validUntil, epoch) = try await tokens.authenticateWithEpoch(secret: secret, now: now)
         guard let token else { return nil }
-        remember(key, Entry(token: token, epoch: epoch))
+        remember(key, Entry(token: token, validUntil: validUntil, epoch: epoch))
         return (token, nil)
     }
 
     /// The epoch moved since the entry was read: looks the token up again. False (and forgotten) when it is no
     /// longer valid or no longer the same token.
     private func recheck(secret: String, key: [UInt8], expected: AuthenticatedToken, movedTo epoch: Int64?) async throws -> Bool {
-        let (token, current) = try await tokens.authenticateWithEpoch(secret: secret)
+        let (token, validUntil, current) = try await tokens.authenticateWithEpoch(secret: secret, now: now())
         guard let token, token == expected else {
             _ = entries.withLock { $0.removeValue(forKey: key) }
             return false
         }
-        remember(key, Entry(token: token, epoch: current))
+        remember(key, Entry(token: token, validUntil: validUntil, epoch: current))
         return true
     }
 

@@ -12,6 +12,8 @@ public enum Scope: String, Sendable, Hashable, CaseIterable, Comparable {
     case eventsRead = "events:read"
     /// Reports, reconciliation and anomalies.
     case financeRead = "finance:read"
+    /// Rotate tokens' secrets (`POST /v1/tokens/{name}/rotate`), for operators.
+    case tokensAdmin = "tokens:admin"
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool {
         (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)  // every case is in allCases
@@ -32,12 +34,23 @@ public struct AuthenticatedToken: Sendable, Hashable {
     public var scopes: Set<Scope>
 }
 
+/// A rotated token: its new secret (shown once), and when the secret it replaced stops being accepted.
+public struct RotatedToken: Sendable, Hashable {
+    public var name: String
+    public var secret: String
+    public var previousValidUntil: Date
+}
+
 public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
     case nameTaken(String)
     case invalidName(String)
     case unknownScope(String)
     case noScopes
     case notFound(String)
+    case invalidOverlap(Int)
+
+    /// The longest a rotated token's previous secret may stay valid: a week.
+    public static let maximumOverlapSeconds = 7 * 86_400
 
     public var description: String {
         switch self {
@@ -46,6 +59,8 @@ public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownScope(let scope): "unknown scope \(scope) (known: \(Scope.allCases.map(\.rawValue).joined(separator: ", ")))"
         case .noScopes: "a token needs at least one scope"
         case .notFound(let name): "no active token named \(name)"
+        case .invalidOverlap(let seconds):
+            "the overlap must be 0 to \(Self.maximumOverlapSeconds) seconds (a week), not \(seconds)"
         }
     }
 }
@@ -99,24 +114,52 @@ struct TokenStore: Sendable {
         guard revoked else { throw TokenError.notFound(name) }
     }
 
+    /// A new secret for the active token `name`, same name and scopes; the secret it replaces stays valid for
+    /// `overlap` (0: refused at once), then is refused. Through `ledger_rotate_token` (schema/013), which the service
+    /// role may run though it may not otherwise change tokens.
+    func rotate(name: String, overlap: Duration) async throws -> RotatedToken {
+        let seconds = Int(overlap.components.seconds)
+        guard (0...TokenError.maximumOverlapSeconds).contains(seconds) else { throw TokenError.invalidOverlap(seconds) }
+        let secret = Self.newSecret()
+        let validUntil = try await client.query(
+            "SELECT ledger_rotate_token(\(name), \(Self.hash(secret)), make_interval(secs => \(seconds)))", logger: logger
+        ) { rows in
+            for try await validUntil in rows.decode(Date?.self) { return validUntil }
+            return nil
+        }
+        guard let validUntil else { throw TokenError.notFound(name) }
+        return RotatedToken(name: name, secret: secret, previousValidUntil: validUntil)
+    }
+
     /// The active token with this secret, or nil.
-    func authenticate(secret: String) async throws -> AuthenticatedToken? {
-        try await authenticateWithEpoch(secret: secret).token
+    func authenticate(secret: String, now: Date = Date()) async throws -> AuthenticatedToken? {
+        try await authenticateWithEpoch(secret: secret, now: now).token
     }
 
     /// The token (nil: no valid token has this secret) and the token epoch it was read under (schema/009), in one
-    /// snapshot: a cache keeps the pair, and a later epoch means "look again".
-    func authenticateWithEpoch(secret: String) async throws -> (token: AuthenticatedToken?, epoch: Int64) {
-        try await client.query(
+    /// snapshot: a cache keeps the pair, and a later epoch means "look again". `validUntil` is set when the secret
+    /// is a rotated token's previous one: valid until then (judged against `now`, so a test can move the clock).
+    func authenticateWithEpoch(
+        secret: String, now: Date = Date()
+    ) async throws -> (token: AuthenticatedToken?, validUntil: Date?, epoch: Int64) {
+        let hash = Self.hash(secret)
+        return try await client.query(
             """
-            SELECT t.name, t.scopes, e.epoch FROM api_token_epoch e
-            LEFT JOIN api_tokens t ON t.secret_hash = \(Self.hash(secret)) AND t.revoked_at IS NULL
+            SELECT t.name, t.scopes, t.valid_until, e.epoch FROM api_token_epoch e
+            LEFT JOIN LATERAL (
+                SELECT name, scopes, NULL::timestamptz AS valid_until FROM api_tokens
+                WHERE secret_hash = \(hash) AND revoked_at IS NULL
+                UNION ALL
+                SELECT name, scopes, previous_valid_until FROM api_tokens
+                WHERE previous_secret_hash = \(hash) AND revoked_at IS NULL
+                LIMIT 1
+            ) t ON true
             """,
             logger: logger
         ) { rows in
-            for try await (name, scopes, epoch) in rows.decode((String?, [String]?, Int64).self) {
-                guard let name, let scopes else { return (nil, epoch) }
-                return (AuthenticatedToken(name: name, scopes: Set(scopes.compactMap(Scope.init))), epoch)
+            for try await (name, scopes, validUntil, epoch) in rows.decode((String?, [String]?, Date?, Int64).self) {
+                guard let name, let scopes, validUntil.map({ $0 > now }) ?? true else { return (nil, nil, epoch) }
+                return (AuthenticatedToken(name: name, scopes: Set(scopes.compactMap(Scope.init))), validUntil, epoch)
             }
             throw CorruptRow(column: "api_token_epoch.epoch", value: "no row")
         }
