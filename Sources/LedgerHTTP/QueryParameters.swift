@@ -57,18 +57,14 @@ struct QueryParameters {
     }
 
     /// A calendar date that must be given.
-    func requiredDate(_ name: String) throws -> String {
-        guard let date = try date(name) else { throw APIError.invalidRequest(field: name, "\(name) is required (YYYY-MM-DD)") }
-        return date
-    }
-
-    /// A calendar date, `YYYY-MM-DD`.
-    func date(_ name: String, required: Bool = false) throws -> String? {
+    /// One end of a period (`PeriodBound`): a date or an RFC 3339 time.
+    func periodBound(_ name: String) throws -> PeriodBound {
         guard let text = try string(name) else {
-            if required { throw APIError.invalidRequest(field: name, "\(name) is required (YYYY-MM-DD)") }
-            return nil
+            throw APIError.invalidRequest(field: name, "\(name) is required: \(PeriodBound.grammar)")
         }
-        guard CalendarDate.isValid(text) else { throw APIError.invalidRequest(field: name, "\(name) must be a date, YYYY-MM-DD") }
-        return text
+        guard let bound = PeriodBound(text) else {
+            throw APIError.invalidRequest(field: name, "\(name) must be \(PeriodBound.grammar)")
+        }
+        return bound
     }
 }

@@ -33,6 +33,13 @@ func names<Value: RawRepresentable<String> & CaseIterable & Hashable>(_ text: St
     }
 }
 
+/// `--from` and `--to` of a finance command: each a date or an RFC 3339 time (`PeriodBound`), both included.
+func periodBounds(_ from: String, _ to: String) throws -> (PeriodBound, PeriodBound) {
+    guard let start = PeriodBound(from) else { throw ValidationError("--from must be \(PeriodBound.grammar)") }
+    guard let end = PeriodBound(to) else { throw ValidationError("--to must be \(PeriodBound.grammar)") }
+    return (start, end)
+}
+
 /// `ledger report revenue`: granted, refunded and net per group, from the projections.
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,19 +50,19 @@ struct RevenueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revenue", abstract: "Revenue per day, product, currency and/or provider (never summed across currencies).")
 
-    @Option(help: "First day, YYYY-MM-DD (inclusive).") var from: String
-    @Option(help: "Last day, YYYY-MM-DD (inclusive).") var to: String
+    @Option(help: "Start, included: \(PeriodBound.grammar), in --timezone.") var from: String
+    @Option(help: "End, included: \(PeriodBound.grammar), in --timezone.") var to: String
     @Option(name: .customLong("group-by"), help: "Any of day,product,currency,provider.") var groupBy = "day,currency"
     @Option(help: "IANA time zone that decides which day a grant or refund belongs to.") var timezone = "UTC"
     @OptionGroup var output: FinanceOutput
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
+        let (start, end) = try periodBounds(from, to)
         let dimensions = try names(groupBy, RevenueDimension.self, option: "--group-by")
         let (from, to, timezone) = (from, to, timezone)
-        let rows = try await database.withLedger { opened in
-            try await opened.finance.revenue(from: from, to: to, groupBy: dimensions, timeZone: timezone)
+        let rows: [RevenueRow] = try await database.withLedger { (opened: LedgerDatabase) in
+            try await opened.finance.revenue(from: start, to: end, groupBy: dimensions, timeZone: timezone)
         }
         let shown = dimensions.filter { $0 != .currency }
         try output.show(
@@ -120,8 +127,8 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     @Argument(help: "CSV with a header: transaction_id,product_id,amount_minor,currency,status,occurred_at") var file: String
     @Option(help: "app_store, alipay, wechat_pay or other.") var provider: String
-    @Option(help: "First day of the period, YYYY-MM-DD (UTC, inclusive).") var from: String
-    @Option(help: "Last day of the period, YYYY-MM-DD (UTC, inclusive).") var to: String
+    @Option(help: "Start of the period, included: \(PeriodBound.grammar), dates in UTC.") var from: String
+    @Option(help: "End of the period, included: \(PeriodBound.grammar), dates in UTC.") var to: String
     @Flag(help: "Print every row, matched ones too (default: only the others).") var all = false
     @OptionGroup var output: FinanceOutput
     @OptionGroup var database: DatabaseOptions
@@ -130,18 +137,18 @@ struct ReconcileCommand: AsyncParsableCommand {
         guard let provider = Provider(rawValue: provider) else {
             throw ValidationError("--provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard CalendarDate.isValid(from), CalendarDate.isValid(to) else { throw ValidationError("--from and --to must be dates, YYYY-MM-DD") }
+        let (start, end) = try periodBounds(from, to)
         guard let handle = FileHandle(forReadingAtPath: file) else {
             try? FileHandle.standardError.write(contentsOf: Data("Error: cannot open \(file)\n".utf8))
             throw ExitCode(66)
         }
-        let (from, to, output, all) = (from, to, output, all)
+        let (output, all) = (output, all)
         let printer = RowPrinter(output: output, all: all)
         let summary: ReconciliationSummary
         do {
-            summary = try await database.withLedger { opened in
+            summary = try await database.withLedger { (opened: LedgerDatabase) in
                 try await opened.finance.reconcile(
-                    provider: provider, from: from, to: to, chunks: FileChunks(handle: handle), emit: printer.show)
+                    provider: provider, from: start, to: end, chunks: FileChunks(handle: handle), emit: printer.show)
             }
         } catch let error as ProviderFileError {
             // Nothing was printed yet (the whole file is read before the first row). Exit 65 (bad data), not 1: a

@@ -56,6 +56,44 @@ struct FinanceCommandTests {
         }
     }
 
+    /// One grammar for periods on every finance command: a date (the whole day) or an RFC 3339 time, both ends
+    /// included. A time bounds the period to the instant, even inside one day.
+    @Test func periodsAreDatesOrRFC3339TimesOnEveryFinanceCommand() async throws {
+        try await TestDatabase.withURL { url, client in
+            let before = Date().addingTimeInterval(-1)
+            try await recordHappyOrders(1, on: Ledger(client: client))
+            let after = Date().addingTimeInterval(1)
+            let today = String(RFC3339.format(Date()).prefix(10))
+            func granted(_ from: String, _ to: String) async throws -> String {
+                let csv = try await LedgerBinary.run(["report", "revenue", "--from", from, "--to", to, "--csv"], databaseURL: url)
+                #expect(csv.status == 0, "\(csv.stderr)")
+                return csv.stdout.split(separator: "\n").dropFirst().first.map { String($0.split(separator: ",")[2]) } ?? "none"
+            }
+            #expect(try await granted(RFC3339.format(before), RFC3339.format(after)) == "1")
+            #expect(try await granted(today, RFC3339.format(after)) == "1", "a date and a time in one period")
+            #expect(try await granted(RFC3339.format(after), today) == "none", "the grant was before the period began")
+            #expect(try await granted(today, RFC3339.format(before)) == "none", "--to a time ends the period there")
+
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("period-\(UUID()).csv")
+            try Data("transaction_id,product_id,amount_minor,currency,status,occurred_at\n".utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let reconcile = { (from: String, to: String) in
+                try await LedgerBinary.run(
+                    ["reconcile", file.path, "--provider", "app_store", "--from", from, "--to", to, "--csv"], databaseURL: url)
+            }
+            let inPeriod = try await reconcile(RFC3339.format(before), RFC3339.format(after))
+            #expect(inPeriod.status == 1 && inPeriod.stdout.contains("missing_at_provider"), "\(inPeriod.stdout)\(inPeriod.stderr)")
+            let outOfPeriod = try await reconcile(RFC3339.format(after), RFC3339.format(after.addingTimeInterval(60)))
+            #expect(outOfPeriod.status == 0, "nothing granted in that minute: \(outOfPeriod.stdout)\(outOfPeriod.stderr)")
+
+            for command in [["report", "revenue"], ["reconcile", file.path, "--provider", "app_store"]] {
+                let bad = try await LedgerBinary.run(command + ["--from", "2026-11-01T08:00", "--to", today], databaseURL: url)
+                #expect(bad.status == 64 && bad.stderr.contains("--from must be a date (YYYY-MM-DD, the whole day) or an RFC 3339 time"),
+                        "\(command): \(bad.stderr)")
+            }
+        }
+    }
+
     /// `--group-by product,product` once crashed like the API did. The CLI refuses a repeated or empty name with the
     /// API's words, exits non-zero, and never traps (a trap prints "Fatal error" and no such message).
     @Test func repeatedOrEmptyNamesAreRefusedWithTheAPIsWords() async throws {

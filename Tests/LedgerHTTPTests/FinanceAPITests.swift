@@ -19,6 +19,13 @@ struct FinanceAPITests {
             #expect(revenue.json["rows"]?.elements.first?["granted"]?["amount"] == .int(499))
             #expect(revenue.json["rows"]?.elements.first?["productId"] == "gems.100")
             #expect(revenue.json["rows"]?.elements.first?["net"] == .int(499))
+            // A period may also end at a time: one that ends before the grant holds nothing.
+            let beforeGrant = RFC3339.format(Date().addingTimeInterval(-60))
+            let early = try await api.get("/v1/reports/revenue?from=\(today)&to=\(beforeGrant)", token: "finance")
+            #expect(early.status == .ok && early.json["rows"]?.elements.isEmpty == true, "\(early.bodyText)")
+            #expect(early.json["to"] == .string(beforeGrant))
+            let notATime = try await api.get("/v1/reports/revenue?from=\(today)T08:00&to=\(today)", token: "finance")
+            #expect(notATime.status == .badRequest && notATime.json["error"]?["details"]?["field"] == "from", "\(notATime.bodyText)")
 
             let csv = "transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
                 + "\(lifecycle.transactionId),gems.100,499,USD,paid,\(today)T10:00:00Z\nnope\n"
@@ -98,9 +105,9 @@ struct FinanceAPITests {
             for event in Lifecycle().happyPath { _ = try await api.post("order-1", event, token: "writer") }
             let today = String(RFC3339.format(Date()).prefix(10))
             let report = RevenueReport(client: api.ledger.client)
-            let once = try await report.rows(from: today, to: today, groupBy: [.product, .currency], timeZone: "UTC")
+            let once = try await report.rows(from: .day(today), to: .day(today), groupBy: [.product, .currency], timeZone: "UTC")
             let twice = try await report.rows(
-                from: today, to: today, groupBy: [.product, .product, .currency, .currency], timeZone: "UTC")
+                from: .day(today), to: .day(today), groupBy: [.product, .product, .currency, .currency], timeZone: "UTC")
             #expect(once.count == 1 && once.first?.grantedAmount == 499)
             #expect(twice == once)
             let anomalies = try await AnomalyFinder(client: api.ledger.client).find(kinds: [.notFinished, .notFinished], olderThan: .zero)

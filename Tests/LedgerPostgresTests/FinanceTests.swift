@@ -79,7 +79,7 @@ struct FinanceTests {
                 """
             let rows = RowSink()
             let summary = try await Reconciliation(client: client).run(
-                provider: .appStore, from: today, to: today, chunks: [Array(csv.utf8)].async) { rows.add($0) }
+                provider: .appStore, from: .day(today), to: .day(today), chunks: [Array(csv.utf8)].async) { rows.add($0) }
             let results = rows.all.map { "\($0.line.map(String.init) ?? "-") \($0.transactionId ?? "") \($0.result.rawValue)" }
             #expect(results == [
                 "2 tx-matched matched", "3 tx-amount amount_mismatch", "4 tx-product product_mismatch",

@@ -54,16 +54,16 @@ struct Reconciliation: Sendable {
     }
 
     /// The period's own rule, for callers that must refuse a bad period before they start answering.
-    static func checkPeriod(from: String, to: String) throws(FinanceError) {
-        guard from <= to else { throw .emptyPeriod }
+    static func checkPeriod(from: PeriodBound, to: PeriodBound) throws(FinanceError) {
+        guard !PeriodBound.isEmpty(from: from, to: to) else { throw .emptyPeriod }
     }
 
     /// Reads `chunks` (the CSV's bytes, see `ProviderFileReader`), compares, and calls `emit` for every row in file
-    /// order, then the ledger's grants in the period (`from`…`to`, days in UTC, both included) of `provider` that the
+    /// order, then the ledger's grants in the period (`from`…`to`, dates in UTC, both ends included) of `provider` that the
     /// file lacks. A file that cannot be read (no header, an over-long record, an unclosed quote) throws
     /// `ProviderFileError` before the first row is emitted: the whole file is loaded before the comparison starts.
     func run<Chunks: AsyncSequence & Sendable>(
-        provider: Provider, from: String, to: String, chunks: Chunks,
+        provider: Provider, from: PeriodBound, to: PeriodBound, chunks: Chunks,
         emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {
         try Self.checkPeriod(from: from, to: to)
@@ -137,7 +137,7 @@ struct Reconciliation: Sendable {
     /// Runs on the caller's executor (nonsending), so `emit` — which may hold the caller's state, such as an HTTP
     /// body writer — never crosses to another one.
     nonisolated(nonsending) private func compare(
-        provider: Provider, from: String, to: String, on connection: PostgresConnection,
+        provider: Provider, from: PeriodBound, to: PeriodBound, on connection: PostgresConnection,
         emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary {
         let rows = try await connection.query(
@@ -145,6 +145,8 @@ struct Reconciliation: Sendable {
             WITH listed AS (
                 SELECT DISTINCT ON (transaction_id) * FROM provider_lines WHERE problem IS NULL
                 ORDER BY transaction_id, (status = 'refunded') DESC, line
+            ), period AS (
+                \(period: from, to, timeZone: "UTC")
             )
             SELECT p.line, p.transaction_id, o.order_id, o.state, o.product_id, o.amount_value, o.currency,
                    p.product_id, p.amount_minor, p.currency, p.status, p.occurred_at, NULL::text, NULL::text
@@ -152,10 +154,9 @@ struct Reconciliation: Sendable {
             UNION ALL
             SELECT NULL, o.transaction_id, o.order_id, o.state, o.product_id, o.amount_value, o.currency,
                    NULL, NULL, NULL, NULL, NULL, NULL, NULL
-            FROM orders o
+            FROM orders o, period
             WHERE o.provider = \(provider.rawValue) AND o.transaction_id IS NOT NULL
-              AND o.granted_at >= \(from)::date::timestamp AT TIME ZONE 'UTC'
-              AND o.granted_at < (\(to)::date + 1)::timestamp AT TIME ZONE 'UTC'
+              AND o.granted_at >= period.starts AND o.granted_at < period.ends
               AND NOT EXISTS (SELECT 1 FROM provider_lines p WHERE p.transaction_id = o.transaction_id AND p.problem IS NULL)
             UNION ALL
             -- A malformed line, with the values it gave; the ledger's grant of its transaction (if any) is listed above

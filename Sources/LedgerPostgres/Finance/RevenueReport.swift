@@ -59,9 +59,10 @@ struct RevenueReport: Sendable {
         self.logger = logger
     }
 
-    /// Days `from` through `to`, both included, as calendar dates (YYYY-MM-DD) in `timeZone`.
-    func rows(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
-        guard from <= to else { throw FinanceError.emptyPeriod }
+    /// From `from` through `to`, both included (a date: the whole day in `timeZone`; a time: that instant), grouped
+    /// by day in `timeZone` and the other dimensions.
+    func rows(from: PeriodBound, to: PeriodBound, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
+        guard !PeriodBound.isEmpty(from: from, to: to) else { throw FinanceError.emptyPeriod }
         try await checkTimeZone(timeZone)
         // Each dimension once, currency last: the callers refuse a repeated name, but a repeat reaching here must
         // not repeat a column (nor, as it once did, trap building the group).
@@ -74,8 +75,7 @@ struct RevenueReport: Sendable {
         return try await client.query(
             """
             WITH period AS (
-                SELECT (\(from)::date)::timestamp AT TIME ZONE \(timeZone) AS starts,
-                       (\(to)::date + 1)::timestamp AT TIME ZONE \(timeZone) AS ends
+                \(period: from, to, timeZone: timeZone)
             ), facts AS (
                 SELECT (granted_at AT TIME ZONE \(timeZone))::date AS day, product_id, currency, provider,
                        1 AS granted, amount_value AS granted_amount, 0 AS refunded, 0::bigint AS refunded_amount

@@ -9,19 +9,19 @@ public struct Finance: Sendable {
     let client: PostgresClient
     let logger: Logger
 
-    /// Granted, refunded and net per group over the days `from`…`to` (inclusive) in `timeZone` (`RevenueReport`).
-    public func revenue(from: String, to: String, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
+    /// Granted, refunded and net per group over `from`…`to` (both included), days in `timeZone` (`RevenueReport`).
+    public func revenue(from: PeriodBound, to: PeriodBound, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {
         try await RevenueReport(client: client, logger: logger).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
     }
 
     /// Refuses a reconciliation period before any file is read (`Reconciliation.checkPeriod`).
-    public static func checkReconciliationPeriod(from: String, to: String) throws(FinanceError) {
+    public static func checkReconciliationPeriod(from: PeriodBound, to: PeriodBound) throws(FinanceError) {
         try Reconciliation.checkPeriod(from: from, to: to)
     }
 
     /// Compares a provider's transaction list, streamed in `chunks`, with the ledger; every row goes to `emit`.
     public func reconcile<Chunks: AsyncSequence & Sendable>(
-        provider: Provider, from: String, to: String, chunks: Chunks,
+        provider: Provider, from: PeriodBound, to: PeriodBound, chunks: Chunks,
         emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary where Chunks.Element == [UInt8] {
         try await Reconciliation(client: client, logger: logger).run(provider: provider, from: from, to: to, chunks: chunks, emit: emit)
