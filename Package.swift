@@ -9,6 +9,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -94,10 +95,22 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Asks the providers (App Store Server API): outbound HTTPS, every base URL configurable. Pure of the
+        // database: what it gets is signed, and verified by LedgerProviders before anything is recorded.
+        .target(
+            name: "LedgerProviderClients",
+            dependencies: [
+                "LedgerCore", "LedgerProviders",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "ledger",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerProviders",
+                "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerProviders", "LedgerProviderClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -113,12 +126,21 @@ let package = Package(
             name: "ProviderTestSupport",
             dependencies: [
                 "LedgerProviders", "LedgerCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Tests/ProviderTestSupport"
+        ),
+        .testTarget(
+            name: "LedgerProviderClientsTests",
+            dependencies: [
+                "LedgerProviderClients", "LedgerProviders", "LedgerCore", "ProviderTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "LedgerProvidersTests",
@@ -158,7 +180,7 @@ let package = Package(
         // Drives the built `ledger` binary, as a user would.
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "ProviderTestSupport"]
+            dependencies: ["ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "ProviderTestSupport", "LedgerProviders"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -17,6 +17,20 @@ public struct ProviderConfiguration: Decodable, Sendable, CustomStringConvertibl
         public var apps: [App]
         /// How far in the future a `signedDate` may lie; default 300.
         public var signedDateToleranceSeconds: Double?
+        /// The App Store Server API, for asking Apple about a transaction (`ledger recover`); none: never asked.
+        public var serverAPI: ServerAPI?
+    }
+
+    /// The In-App Purchase key Apple issued for the App Store Server API, and where to reach it. `bundleId` may be
+    /// left out when `apps` holds one app. The URLs default to Apple's hosts; a test points them at a stand-in.
+    public struct ServerAPI: Decodable, Sendable {
+        public var keyId: String
+        public var issuerId: String
+        /// The `.p8` file (PKCS#8, P-256), relative to the configuration file.
+        public var privateKeyPath: String
+        public var bundleId: String?
+        public var productionURL: String?
+        public var sandboxURL: String?
     }
 
     /// One app; see ``AppStoreApp``.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Unknown-field refusal for the configuration's `Decodable` types: each lists the fields it knows and any
 /// other is a `DecodingError` at that path, which ``DecodingErrorField`` turns into "field: unknown field".
 struct AnyCodingKey: CodingKey {
@@ -32,7 +34,7 @@ extension ProviderConfiguration {
 }
 
 extension ProviderConfiguration.AppStore {
-    enum CodingKeys: String, CodingKey, CaseIterable { case trustedRoots, apps, signedDateToleranceSeconds }
+    enum CodingKeys: String, CodingKey, CaseIterable { case trustedRoots, apps, signedDateToleranceSeconds, serverAPI }
 
     public init(from decoder: any Decoder) throws {
         try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
@@ -46,6 +48,27 @@ extension ProviderConfiguration.AppStore {
         if let seconds = signedDateToleranceSeconds, !(0...86_400).contains(seconds) {
             throw DecodingError.dataCorruptedError(
                 forKey: .signedDateToleranceSeconds, in: container, debugDescription: "must be 0...86400 seconds")
+        }
+        serverAPI = try container.decodeIfPresent(ProviderConfiguration.ServerAPI.self, forKey: .serverAPI)
+    }
+}
+
+extension ProviderConfiguration.ServerAPI {
+    enum CodingKeys: String, CodingKey, CaseIterable { case keyId, issuerId, privateKeyPath, bundleId, productionURL, sandboxURL }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        keyId = try container.decode(String.self, forKey: .keyId)
+        issuerId = try container.decode(String.self, forKey: .issuerId)
+        privateKeyPath = try container.decode(String.self, forKey: .privateKeyPath)
+        bundleId = try container.decodeIfPresent(String.self, forKey: .bundleId)
+        productionURL = try container.decodeIfPresent(String.self, forKey: .productionURL)
+        sandboxURL = try container.decodeIfPresent(String.self, forKey: .sandboxURL)
+        for (key, url) in [(CodingKeys.productionURL, productionURL), (.sandboxURL, sandboxURL)] {
+            if let url, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
+                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "must be an http(s) URL")
+            }
         }
     }
 }

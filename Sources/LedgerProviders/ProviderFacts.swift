@@ -32,6 +32,22 @@ extension AppStoreNotification {
 }
 
 extension AppStoreTransaction {
+    /// The fact Apple's answer about this transaction records, when the ledger asked (App Store Server API, Get
+    /// Transaction Info): a payment, or a refund once Apple has revoked it. Its id names the transaction and what
+    /// Apple said, so asking again records nothing new until the answer changes.
+    public var queriedMessage: ProviderMessage {
+        let effect: ProviderEffect = revocationDate == nil ? .payment : .refund
+        let fact = ProviderNotified(
+            provider: .appStore, notificationId: "query:\(transactionId):\(effect.rawValue)", notificationType: "TRANSACTION_INFO",
+            effect: effect, signedAt: signedDate, transactionId: transactionId, originalTransactionId: originalTransactionId,
+            productId: productId, amount: effect == .payment ? paidAmount : nil, environment: environment.purchaseEnvironment,
+            appAccountToken: appAccountToken, purchasedAt: purchaseDate, revocationReason: revocationReason.map(String.init),
+            evidence: ["signedTransactionInfo": .string(rawJWS), "source": "query"])
+        return ProviderMessage(
+            fact: fact,
+            match: ProviderMatch(orderId: nil, transactionIds: [transactionId, originalTransactionId], appAccountToken: appAccountToken))
+    }
+
     /// What the customer paid, in minor units of `currency`: `price` (milliunits, per item) × `quantity`. Nil when
     /// Apple sent no price, or when the milliunits are not a whole number of the currency's minor units.
     public var paidAmount: Money? {

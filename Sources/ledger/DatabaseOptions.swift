@@ -14,11 +14,11 @@ struct DatabaseOptions: ParsableArguments {
     /// Runs `body` with the ledger opened on a migrated database (`Database.withLedger`); stops the embedded cluster
     /// afterwards if this command started it.
     func withLedger<T: Sendable>(_ body: @Sendable @escaping (LedgerDatabase) async throws -> T) async throws -> T {
-        try await withLedger { _, ledger in try await body(ledger) }
+        try await withDatabaseAndLedger { _, ledger in try await body(ledger) }
     }
 
     /// `withLedger`, telling `body` which database it is (`Database.name`, for a command that finds nothing).
-    func withLedger<T: Sendable>(
+    func withDatabaseAndLedger<T: Sendable>(
         _ body: @Sendable @escaping (Database, LedgerDatabase) async throws -> T
     ) async throws -> T {
         CommandLogging.bootstrap()

@@ -61,7 +61,7 @@ struct RevenueCommand: AsyncParsableCommand {
         let (start, end) = try periodBounds(from, to)
         let dimensions = try names(groupBy, RevenueDimension.self, option: "--group-by")
         let (from, to, timezone) = (from, to, timezone)
-        let rows: [RevenueRow] = try await database.withLedger { (opened: LedgerDatabase) in
+        let rows: [RevenueRow] = try await database.withLedger { opened in
             try await opened.finance.revenue(from: start, to: end, groupBy: dimensions, timeZone: timezone)
         }
         let shown = dimensions.filter { $0 != .currency }
@@ -146,7 +146,7 @@ struct ReconcileCommand: AsyncParsableCommand {
         let printer = RowPrinter(output: output, all: all)
         let summary: ReconciliationSummary
         do {
-            summary = try await database.withLedger { (opened: LedgerDatabase) in
+            summary = try await database.withLedger { opened in
                 try await opened.finance.reconcile(
                     provider: provider, from: start, to: end, chunks: FileChunks(handle: handle), emit: printer.show)
             }

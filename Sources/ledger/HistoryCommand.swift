@@ -29,7 +29,7 @@ struct HistoryCommand: AsyncParsableCommand {
             return date
         }
         let (orderId, json, pageSize) = (orderId, json, pageSize)
-        try await database.withLedger { database, opened in
+        try await database.withDatabaseAndLedger { database, opened in
             let ledger = opened.ledger
             guard var page = try await ledger.history(orderId, asOf: asOf, after: 0, limit: pageSize) else {
                 throw CommandFailure("the ledger has never seen order \(orderId) (in \(database.name))")

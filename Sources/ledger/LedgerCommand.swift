@@ -10,7 +10,7 @@ struct LedgerCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, MigrateCommand.self, TokensCommand.self,
             HistoryCommand.self, RebuildCommand.self, VerifyCommand.self, SealCommand.self, DigestCommand.self,
-            ExportCommand.self, ReportCommand.self, ReconcileCommand.self, AnomaliesCommand.self,
+            ExportCommand.self, ReportCommand.self, ReconcileCommand.self, AnomaliesCommand.self, RecoverCommand.self,
         ]
     )
 

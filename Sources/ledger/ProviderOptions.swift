@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerProviderClients
 import LedgerProviders
 import Logging
 
@@ -26,5 +27,14 @@ struct ProviderOptions: ParsableArguments {
         func state(_ enabled: Bool) -> String { enabled ? "enabled" : "disabled (not in the file)" }
         logger.info("providers from \(path): app_store \(state(verifiers.appStore != nil)), alipay \(state(verifiers.alipay != nil)), wechat_pay \(state(verifiers.wechatPay != nil))")
         return verifiers
+    }
+
+    /// The verifiers and the outbound clients (`ledger recover`) the file enables; none without a file.
+    func loadWithClients(logger: Logger) throws -> (ProviderVerifiers, ProviderClients) {
+        let verifiers = try load(logger: logger)
+        guard let path = resolvedPath else { return (verifiers, ProviderClients()) }
+        do { return (verifiers, try ProviderClients.load(configurationFile: path)) } catch {
+            throw ValidationError("--providers-config \(path): \(error)")
+        }
     }
 }

@@ -3,7 +3,8 @@ import Logging
 import PostgresNIO
 
 /// A signed App Store message the ledger keeps verbatim: a notification (`provider.notified` evidence, or a message
-/// no order matched) or a StoreKit 2 signed transaction (`receipt.received`).
+/// no order matched), a StoreKit 2 signed transaction (`receipt.received`), or Apple's answer when the ledger asked
+/// (`provider.notified` whose evidence is `signedTransactionInfo`: a signed transaction).
 public struct StoredAppStoreJWS: Sendable, Hashable {
     public enum Kind: String, Sendable { case notification, transaction }
     /// Where it is kept: `order ORDER version N`, or `unmatched NOTIFICATION_UUID`.
@@ -25,13 +26,17 @@ struct StoredSignatures: Sendable {
     func forEachAppStoreJWS(_ body: (StoredAppStoreJWS) async throws -> Void) async throws {
         let rows = try await client.query(
             """
-            SELECT 'order ' || order_id || ' version ' || version, 'notification', data->'evidence'->>'signedPayload', position
+            SELECT 'order ' || order_id || ' version ' || version,
+                   CASE WHEN data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
+                   COALESCE(data->'evidence'->>'signedPayload', data->'evidence'->>'signedTransactionInfo'), position
             FROM events WHERE type = 'provider.notified' AND data->>'provider' = 'app_store'
             UNION ALL
             SELECT 'order ' || order_id || ' version ' || version, 'transaction', data->>'signedTransaction', position
             FROM events WHERE type = 'receipt.received' AND data ? 'signedTransaction'
             UNION ALL
-            SELECT 'unmatched ' || notification_id, 'notification', unmatched_data->'evidence'->>'signedPayload', NULL
+            SELECT 'unmatched ' || notification_id,
+                   CASE WHEN unmatched_data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
+                   COALESCE(unmatched_data->'evidence'->>'signedPayload', unmatched_data->'evidence'->>'signedTransactionInfo'), NULL
             FROM provider_messages WHERE order_id IS NULL AND provider = 'app_store'
             ORDER BY 4 NULLS LAST, 1
             """, logger: logger)

@@ -1,0 +1,165 @@
+import AsyncHTTPClient
+import Foundation
+import LedgerCore
+import NIOCore
+import NIOHTTP1
+
+/// The App Store Server API, as the ledger asks it about a transaction (`ledger recover`). Every answer is Apple's
+/// signed JWS, returned as it came: the caller verifies it with `AppStoreJWSVerifier` before believing a word.
+///
+/// - A transaction Production does not know (error 4040010) is asked of Sandbox: a TestFlight or review purchase.
+/// - 429: waits as `Retry-After` says (at most `maximumWait`), then asks again, up to `maximumAttempts` in all.
+/// - 401: the key, its id, the issuer id or the bundle id is wrong — a configuration error, never retried.
+/// - 5xx or no answer: `unavailable`; asked again on the next attempt of the schedule.
+public struct AppStoreServerAPI: Sendable {
+    /// Apple's hosts (App Store Server API documentation).
+    public static let productionURL = "https://api.storekit.itunes.apple.com"
+    public static let sandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+
+    let key: AppStoreServerAPIKey
+    let productionURL: String
+    let sandboxURL: String
+    let http: HTTPClient
+    /// How a `Retry-After` is waited for (injected by tests, which record it instead).
+    let sleep: @Sendable (Duration) async throws -> Void
+    let now: @Sendable () -> Date
+
+    static let maximumAttempts = 3
+    static let maximumWait: Duration = .seconds(60)
+    static let maximumAnswer = 1 << 20
+    static let timeout: TimeAmount = .seconds(30)
+
+    public init(
+        key: AppStoreServerAPIKey, productionURL: String = Self.productionURL, sandboxURL: String = Self.sandboxURL,
+        http: HTTPClient = .shared, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.key = key
+        self.productionURL = productionURL.hasSuffix("/") ? String(productionURL.dropLast()) : productionURL
+        self.sandboxURL = sandboxURL.hasSuffix("/") ? String(sandboxURL.dropLast()) : sandboxURL
+        self.http = http
+        self.sleep = sleep
+        self.now = now
+    }
+
+    /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`): the transaction as Apple signed it
+    /// (`signedTransactionInfo`), and the environment that answered.
+    public func transactionInfo(_ transactionId: String) async throws(AppStoreServerAPIError) -> (signedTransaction: String, environment: AppStoreServerEnvironment) {
+        guard let path = Self.pathComponent(transactionId) else { throw .invalidTransactionId(transactionId) }
+        for environment in AppStoreServerEnvironment.allCases {
+            let base = environment == .production ? productionURL : sandboxURL
+            switch try await get(base + "/inApps/v1/transactions/" + path) {
+            case .found(let body):
+                guard let signed = Self.string("signedTransactionInfo", in: body) else {
+                    throw .malformedAnswer("no signedTransactionInfo in \(environment.rawValue)'s answer")
+                }
+                return (signed, environment)
+            case .transactionNotFound:
+                continue
+            }
+        }
+        throw .transactionNotFound(transactionId)
+    }
+
+    enum Answer {
+        case found([UInt8])
+        /// 404 with error code 4040010: this environment does not know the transaction.
+        case transactionNotFound
+    }
+
+    /// One GET, signed with a new token, waiting out 429s.
+    func get(_ url: String) async throws(AppStoreServerAPIError) -> Answer {
+        for attempt in 1...Self.maximumAttempts {
+            var request = HTTPClientRequest(url: url)
+            request.method = .GET
+            do {
+                request.headers.add(name: "Authorization", value: "Bearer " + (try key.token(now: now())))
+            } catch {
+                throw .configuration("cannot sign the App Store Server API token: \(error)")
+            }
+            let status: Int, body: [UInt8], retryAfter: String?
+            do {
+                let response = try await http.execute(request, timeout: Self.timeout)
+                status = Int(response.status.code)
+                retryAfter = response.headers.first(name: "Retry-After")
+                body = Array(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
+            } catch {
+                throw .unavailable("no answer from \(url): \(error)")
+            }
+            switch status {
+            case 200:
+                return .found(body)
+            case 404 where Self.errorCode(in: body) == 4_040_010:
+                return .transactionNotFound
+            case 401:
+                throw .configuration("Apple refused the token (401): check appStore.serverAPI keyId, issuerId, privateKeyPath and bundleId")
+            case 429 where attempt < Self.maximumAttempts:
+                let wait = retryAfter.flatMap(Int.self.init).map { Duration.seconds(max(0, $0)) } ?? .seconds(1)
+                do { try await sleep(min(wait, Self.maximumWait)) } catch { throw .unavailable("cancelled while waiting to ask again") }
+            case 429:
+                throw .unavailable("rate limited (429) after \(attempt) attempts")
+            case 500...:
+                throw .unavailable("HTTP \(status): \(Self.text(body))")
+            default:
+                throw .unexpected(status: status, body: Self.text(body))
+            }
+        }
+        throw .unavailable("rate limited (429)")
+    }
+
+    /// Apple's transaction ids are digits; anything that could change the path is refused.
+    static func pathComponent(_ transactionId: String) -> String? {
+        guard !transactionId.isEmpty, transactionId.count <= 128,
+              transactionId.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII })
+        else { return nil }
+        return transactionId
+    }
+
+    static func errorCode(in body: [UInt8]) -> Int64? {
+        guard case .int(let code)? = (try? JSONValue(parsing: body))?["errorCode"] else { return nil }
+        return code
+    }
+
+    static func string(_ key: String, in body: [UInt8]) -> String? {
+        guard case .string(let value)? = (try? JSONValue(parsing: body))?[key] else { return nil }
+        return value
+    }
+
+    static func text(_ body: [UInt8]) -> String {
+        String(decoding: body.prefix(500), as: UTF8.self)
+    }
+}
+
+public enum AppStoreServerEnvironment: String, Sendable, CaseIterable {
+    case production = "Production"
+    case sandbox = "Sandbox"
+}
+
+/// Why Apple was not (or could not be) asked, in words an operator acts on.
+public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The key or its configuration is wrong: said once, loudly; asking again will not help.
+    case configuration(String)
+    /// Neither Production nor Sandbox knows the transaction.
+    case transactionNotFound(String)
+    /// No answer, a 5xx, or still rate limited: ask again later.
+    case unavailable(String)
+    case unexpected(status: Int, body: String)
+    case malformedAnswer(String)
+    case invalidTransactionId(String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let reason): "App Store Server API configuration: \(reason)"
+        case .transactionNotFound(let id): "Apple knows no transaction \(id) (asked Production, then Sandbox)"
+        case .unavailable(let reason): "App Store Server API unavailable: \(reason)"
+        case .unexpected(let status, let body): "App Store Server API answered HTTP \(status): \(body)"
+        case .malformedAnswer(let reason): "App Store Server API answer not understood: \(reason)"
+        case .invalidTransactionId(let id): "\(id) is not an App Store transaction id"
+        }
+    }
+
+    /// Whether asking again later may get an answer.
+    public var isRetryable: Bool {
+        if case .unavailable = self { true } else { false }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import LedgerProviders
+
+/// The outbound clients a providers configuration enables (`serverAPI` of `appStore`), built once: the key is read
+/// and parsed here, so a bad file fails the command with the field named, never the first question to Apple. A nil
+/// client means that provider is never asked.
+public struct ProviderClients: Sendable {
+    public var appStore: AppStoreServerAPI?
+
+    public init(appStore: AppStoreServerAPI? = nil) {
+        self.appStore = appStore
+    }
+
+    /// The clients of the file at `path` (`--providers-config` / `LEDGER_PROVIDERS_CONFIG`); relative paths in it are
+    /// relative to its directory.
+    public static func load(configurationFile path: String) throws(ProviderConfigurationError) -> ProviderClients {
+        let url = URL(fileURLWithPath: path)
+        guard let data = try? Data(contentsOf: url) else { throw .unreadableFile(path: path) }
+        return try make(ProviderVerifiers.decode(data), baseDirectory: url.deletingLastPathComponent())
+    }
+
+    public static func make(_ configuration: ProviderConfiguration, baseDirectory: URL)
+        throws(ProviderConfigurationError) -> ProviderClients
+    {
+        guard let appStore = configuration.appStore, let api = appStore.serverAPI else { return ProviderClients() }
+        let field = "appStore.serverAPI"
+        let bundleId: String
+        if let given = api.bundleId {
+            bundleId = given
+        } else if appStore.apps.count == 1, let only = appStore.apps.first {
+            bundleId = only.bundleId
+        } else {
+            throw .invalid(field: "\(field).bundleId", reason: "required when appStore.apps holds more than one app")
+        }
+        let keyURL = api.privateKeyPath.hasPrefix("/")
+            ? URL(fileURLWithPath: api.privateKeyPath) : baseDirectory.appendingPathComponent(api.privateKeyPath)
+        guard let pem = try? String(contentsOf: keyURL, encoding: .utf8) else {
+            throw .invalid(field: "\(field).privateKeyPath", reason: "cannot read \(keyURL.path)")
+        }
+        guard let privateKey = AppStoreServerAPIKey.privateKey(pem: pem) else {
+            throw .invalid(field: "\(field).privateKeyPath", reason: "\(keyURL.path) is not a P-256 private key in PEM (the .p8 file Apple gives)")
+        }
+        let key = AppStoreServerAPIKey(keyId: api.keyId, issuerId: api.issuerId, bundleId: bundleId, privateKey: privateKey)
+        return ProviderClients(appStore: AppStoreServerAPI(
+            key: key, productionURL: api.productionURL ?? AppStoreServerAPI.productionURL,
+            sandboxURL: api.sandboxURL ?? AppStoreServerAPI.sandboxURL))
+    }
+}

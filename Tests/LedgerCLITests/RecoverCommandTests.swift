@@ -1,0 +1,101 @@
+import Foundation
+import LedgerCore
+@testable import LedgerPostgres
+import LedgerTestSupport
+import ProviderTestSupport
+import Testing
+
+/// `ledger recover --order`: the ledger asks Apple (a stand-in that checks the ledger's token as Apple does and
+/// answers signed by the tests' CA) and records the verified answer as the provider's own word.
+@Suite("CLI: recover asks the App Store and records its signed answer")
+struct RecoverCommandTests {
+    /// A providers file trusting `messages`' root, with the App Store Server API pointed at `base` and signed with
+    /// `key` (the stand-in's key unless told otherwise).
+    static func configuration(in directory: URL, messages: AppleMessages, apple: FakeAppStoreServerAPI, base: String, keyPEM: String? = nil) throws -> URL {
+        let keyFile = directory.appendingPathComponent("SubscriptionKey_TESTKEY123.p8")
+        try Data((keyPEM ?? apple.privateKeyPEM).utf8).write(to: keyFile)
+        let url = directory.appendingPathComponent("providers.json")
+        try ProviderTestKit.json(["appStore": [
+            "trustedRoots": [["pem": try messages.ca.root.serializeAsPEM().pemString]],
+            "apps": [["bundleId": ProviderTestKit.bundleId, "appAppleId": ProviderTestKit.appAppleId, "environments": ["Production", "Sandbox"]]],
+            "serverAPI": [
+                "keyId": apple.expected.keyId, "issuerId": apple.expected.issuerId, "privateKeyPath": keyFile.lastPathComponent,
+                "productionURL": base + "/production", "sandboxURL": base + "/sandbox",
+            ],
+        ]]).write(to: url)
+        return url
+    }
+
+    /// An App Store order whose receipt came but was never verified: the lost order recovery is for.
+    static func paidButNotVerified(_ orderId: String, transactionId: String, on ledger: Ledger) async throws {
+        var lifecycle = Lifecycle()
+        lifecycle.transactionId = transactionId
+        _ = try await ledger.record(
+            orderId: orderId, events: [lifecycle.created, lifecycle.queued, lifecycle.receipt], metadata: EventMetadata(actor: "test-suite"))
+    }
+
+    @Test func appleIsAskedAndItsSignedAnswerVerifiesTheOrderOnceAndForAll() async throws {
+        let messages = try AppleMessages()
+        let apple = FakeAppStoreServerAPI()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recover-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        apple.hold(try messages.transaction(orderId: "lost-1", transactionId: "2000000000000101"), for: "2000000000000101")
+        // Signed by a CA the ledger does not trust: a forged answer.
+        apple.hold(try messages.transaction(orderId: "lost-2", transactionId: "2000000000000102", by: ProviderTestKit.CA()),
+                   for: "2000000000000102")
+
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            try await Self.paidButNotVerified("lost-1", transactionId: "2000000000000101", on: ledger)
+            try await Self.paidButNotVerified("lost-2", transactionId: "2000000000000102", on: ledger)
+            try await Self.paidButNotVerified("lost-3", transactionId: "2000000000000103", on: ledger)
+            try await apple.run { base async throws -> Void in
+                let providers = try Self.configuration(in: directory, messages: messages, apple: apple, base: base).path
+                func recover(_ orderId: String, _ extra: [String] = []) async throws -> LedgerBinary.Outcome {
+                    try await LedgerBinary.run(["recover", "--order", orderId, "--providers-config", providers] + extra, databaseURL: url)
+                }
+
+                let dryRun = try await recover("lost-1", ["--dry-run"])
+                #expect(dryRun.status == 0 && dryRun.stdout.contains("would record"), "\(dryRun.stdout)\(dryRun.stderr)")
+                #expect(try await ledger.order("lost-1")?.state == .receiptReceived, "a dry run records nothing")
+
+                let recovered = try await recover("lost-1")
+                #expect(recovered.status == 0, "\(recovered.stdout)\(recovered.stderr)")
+                #expect(recovered.stdout.contains("Production answered: payment, product gems.100, 4.99 USD"), "\(recovered.stdout)")
+                #expect(recovered.stdout.contains("recorded on order lost-1: provider.notified, receipt.verified"), "\(recovered.stdout)")
+                let history = try #require(try await ledger.history("lost-1"))
+                #expect(history.order?.state == .verified)
+                let fact = try #require(history.entries.first { $0.event.type == "provider.notified" }?.event)
+                #expect(fact.metadata["actor"] == "provider:app_store")
+                #expect(fact.data["evidence"]?["source"] == "query")
+
+                // Apple's answer is kept verbatim, and verified again with the rest.
+                let signatures = try await LedgerBinary.run(["verify", "--signatures", "--providers-config", providers], databaseURL: url)
+                #expect(signatures.status == 0 && signatures.stdout.contains("signatures: ok, 1 App Store JWS verified"), "\(signatures.stdout)")
+
+                let again = try await recover("lost-1")
+                #expect(again.status == 0 && again.stdout.contains("already recorded"), "\(again.stdout)")
+                #expect(try await ledger.history("lost-1")?.entries.count == history.entries.count, "asked twice, recorded once")
+
+                let forged = try await recover("lost-2")
+                #expect(forged.status == 1 && forged.stdout.contains("did not verify"), "\(forged.stdout)\(forged.stderr)")
+                #expect(try await ledger.history("lost-2")?.entries.count == 3, "nothing recorded from a forged answer")
+
+                let unknown = try await recover("lost-3")
+                #expect(unknown.status == 1 && unknown.stdout.contains("Apple knows no transaction 2000000000000103"), "\(unknown.stdout)")
+
+                // A key Apple does not know: said as a configuration error, exit 78.
+                let otherKey = try Self.configuration(
+                    in: directory, messages: messages, apple: apple, base: base, keyPEM: FakeAppStoreServerAPI().privateKeyPEM).path
+                let refused = try await LedgerBinary.run(["recover", "--order", "lost-3", "--providers-config", otherKey], databaseURL: url)
+                #expect(refused.status == 78 && refused.stderr.contains("Apple refused the token (401)"), "\(refused.stderr)")
+            }
+            #expect(apple.requests.contains("production 200 /production/inApps/v1/transactions/2000000000000101"))
+            #expect(apple.requests.contains("sandbox 404 /sandbox/inApps/v1/transactions/2000000000000103"), "Production, then Sandbox")
+
+            let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
+            #expect(verify.status == 0, "\(verify.stdout)")
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Crypto
+import Foundation
+import LedgerCore
+import LedgerProviderClients
+import LedgerProviders
+import ProviderTestSupport
+import Synchronization
+import Testing
+
+/// The App Store Server API client against a stand-in that checks its tokens as Apple does and answers signed.
+@Suite("App Store Server API: asking Apple about a transaction")
+struct AppStoreServerAPITests {
+    let apple = FakeAppStoreServerAPI()
+    let messages: AppleMessages
+
+    init() throws { messages = try AppleMessages() }
+
+    func client(_ base: String, key: P256.Signing.PrivateKey? = nil, keyId: String? = nil, waits: Waits = Waits()) -> AppStoreServerAPI {
+        AppStoreServerAPI(
+            key: AppStoreServerAPIKey(
+                keyId: keyId ?? apple.expected.keyId, issuerId: apple.expected.issuerId, bundleId: apple.expected.bundleId,
+                privateKey: key ?? apple.key),
+            productionURL: base + "/production", sandboxURL: base + "/sandbox",
+            sleep: { waits.record($0) })
+    }
+
+    /// The waits the client asked for, instead of waiting.
+    final class Waits: Sendable {
+        private let waits = Mutex<[Duration]>([])
+        func record(_ duration: Duration) { waits.withLock { $0.append(duration) } }
+        var all: [Duration] { waits.withLock { $0 } }
+    }
+
+    @Test func productionAnswersWithTheTransactionAppleSignedAndItVerifies() async throws {
+        let signed = try messages.transaction(orderId: "o-1", transactionId: "2000000000000001")
+        apple.hold(signed, for: "2000000000000001")
+        try await apple.run { base async throws -> Void in
+            let (answer, environment) = try await client(base).transactionInfo("2000000000000001")
+            #expect(answer == signed && environment == .production)
+            let transaction = try await ProviderTestKit.verifier(trusting: messages.ca).verifyTransaction(answer, now: Date())
+            #expect(transaction.transactionId == "2000000000000001")
+        }
+        #expect(apple.requests == ["production 200 /production/inApps/v1/transactions/2000000000000001"])
+    }
+
+    @Test func aTransactionProductionDoesNotKnowIsAskedOfSandbox() async throws {
+        apple.hold(try messages.transaction(orderId: "o-2", transactionId: "2000000000000002", environment: "Sandbox"),
+                   for: "2000000000000002", in: "sandbox")
+        try await apple.run { base async throws -> Void in
+            #expect(try await client(base).transactionInfo("2000000000000002").environment == .sandbox)
+        }
+        #expect(apple.requests.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["production 404", "sandbox 200"])
+    }
+
+    @Test func aTransactionNeitherKnowsIsSaidSo() async throws {
+        try await apple.run { base async throws -> Void in
+            await #expect(throws: AppStoreServerAPIError.transactionNotFound("2000000000000003")) {
+                try await client(base).transactionInfo("2000000000000003")
+            }
+        }
+    }
+
+    /// The stand-in checks the token's signature as Apple does: a token signed by another key, or naming another
+    /// key id, is refused (401), and the client calls that a configuration error instead of asking again.
+    @Test func aTokenAppleCannotCheckIsAConfigurationErrorNotARetry() async throws {
+        apple.hold(try messages.transaction(orderId: "o-4", transactionId: "2000000000000004"), for: "2000000000000004")
+        try await apple.run { base async throws -> Void in
+            for wrong in [client(base, key: P256.Signing.PrivateKey()), client(base, keyId: "OTHERKEY99")] {
+                do throws(AppStoreServerAPIError) {
+                    _ = try await wrong.transactionInfo("2000000000000004")
+                    Issue.record("a wrong key was accepted")
+                } catch {
+                    guard case .configuration = error else { Issue.record("\(error)"); continue }
+                    #expect(!error.isRetryable)
+                }
+            }
+        }
+        #expect(apple.requests.allSatisfy { $0.hasPrefix("production 401") } && apple.requests.count == 2, "\(apple.requests)")
+    }
+
+    @Test func aRateLimitIsWaitedOutAsRetryAfterSays() async throws {
+        apple.hold(try messages.transaction(orderId: "o-5", transactionId: "2000000000000005"), for: "2000000000000005")
+        apple.rateLimit(next: 2)
+        let waits = Waits()
+        try await apple.run { base async throws -> Void in
+            #expect(try await client(base, waits: waits).transactionInfo("2000000000000005").environment == .production)
+        }
+        #expect(waits.all == [.seconds(7), .seconds(7)])
+        #expect(apple.requests.map { $0.split(separator: " ")[1] } == ["429", "429", "200"])
+    }
+
+    @Test func anAppleThatIsDownIsUnavailableAndWorthAskingAgain() async throws {
+        apple.failNext(1)
+        try await apple.run { base async throws -> Void in
+            do throws(AppStoreServerAPIError) {
+                _ = try await client(base).transactionInfo("2000000000000006")
+                Issue.record("a 503 was taken for an answer")
+            } catch {
+                guard case .unavailable = error else { Issue.record("\(error)"); return }
+                #expect(error.isRetryable)
+            }
+        }
+    }
+
+    @Test func anIdThatCouldChangeThePathIsNeverSent() async throws {
+        try await apple.run { base async throws -> Void in
+            for bad in ["../../v1/other", "123?x=1", "", "１２３"] {
+                await #expect(throws: AppStoreServerAPIError.invalidTransactionId(bad)) {
+                    try await client(base).transactionInfo(bad)
+                }
+            }
+        }
+        #expect(apple.requests.isEmpty)
+    }
+}
