@@ -103,6 +103,7 @@ let package = Package(
                 "LedgerCore", "LedgerProviders",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -180,7 +181,10 @@ let package = Package(
         // Drives the built `ledger` binary, as a user would.
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "ProviderTestSupport", "LedgerProviders"]
+            dependencies: [
+                "ledger", "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "ProviderTestSupport", "LedgerProviders",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,14 +1,17 @@
 import Foundation
 import LedgerProviders
+import _CryptoExtras
 
 /// The outbound clients a providers configuration enables (`serverAPI` of `appStore`), built once: the key is read
 /// and parsed here, so a bad file fails the command with the field named, never the first question to Apple. A nil
 /// client means that provider is never asked.
 public struct ProviderClients: Sendable {
     public var appStore: AppStoreServerAPI?
+    public var alipay: AlipayGateway?
 
-    public init(appStore: AppStoreServerAPI? = nil) {
+    public init(appStore: AppStoreServerAPI? = nil, alipay: AlipayGateway? = nil) {
         self.appStore = appStore
+        self.alipay = alipay
     }
 
     /// The clients of the file at `path` (`--providers-config` / `LEDGER_PROVIDERS_CONFIG`); relative paths in it are
@@ -22,7 +25,33 @@ public struct ProviderClients: Sendable {
     public static func make(_ configuration: ProviderConfiguration, baseDirectory: URL)
         throws(ProviderConfigurationError) -> ProviderClients
     {
-        guard let appStore = configuration.appStore, let api = appStore.serverAPI else { return ProviderClients() }
+        ProviderClients(
+            appStore: try appStoreServerAPI(configuration, baseDirectory: baseDirectory),
+            alipay: try alipayGateway(configuration, baseDirectory: baseDirectory))
+    }
+
+    static func read(_ path: String, baseDirectory: URL, field: String) throws(ProviderConfigurationError) -> String {
+        let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : baseDirectory.appendingPathComponent(path)
+        guard let text = try? String(contentsOf: url, encoding: .utf8) else { throw .invalid(field: field, reason: "cannot read \(url.path)") }
+        return text
+    }
+
+    static func alipayGateway(_ configuration: ProviderConfiguration, baseDirectory: URL)
+        throws(ProviderConfigurationError) -> AlipayGateway?
+    {
+        guard let alipay = configuration.alipay, let query = alipay.query else { return nil }
+        let field = "alipay.query.appPrivateKeyPath"
+        let pem = try read(query.appPrivateKeyPath, baseDirectory: baseDirectory, field: field)
+        guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
+            throw .invalid(field: field, reason: "not an RSA private key in PEM (the app's own key, \"应用私钥\")")
+        }
+        return AlipayGateway(appId: alipay.appId, privateKey: key, url: query.gatewayURL ?? AlipayGateway.gatewayURL)
+    }
+
+    static func appStoreServerAPI(_ configuration: ProviderConfiguration, baseDirectory: URL)
+        throws(ProviderConfigurationError) -> AppStoreServerAPI?
+    {
+        guard let appStore = configuration.appStore, let api = appStore.serverAPI else { return nil }
         let field = "appStore.serverAPI"
         let bundleId: String
         if let given = api.bundleId {
@@ -41,8 +70,8 @@ public struct ProviderClients: Sendable {
             throw .invalid(field: "\(field).privateKeyPath", reason: "\(keyURL.path) is not a P-256 private key in PEM (the .p8 file Apple gives)")
         }
         let key = AppStoreServerAPIKey(keyId: api.keyId, issuerId: api.issuerId, bundleId: bundleId, privateKey: privateKey)
-        return ProviderClients(appStore: AppStoreServerAPI(
+        return AppStoreServerAPI(
             key: key, productionURL: api.productionURL ?? AppStoreServerAPI.productionURL,
-            sandboxURL: api.sandboxURL ?? AppStoreServerAPI.sandboxURL))
+            sandboxURL: api.sandboxURL ?? AppStoreServerAPI.sandboxURL)
     }
 }

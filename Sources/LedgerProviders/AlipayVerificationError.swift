@@ -23,6 +23,10 @@ public enum AlipayVerificationError: Error, Sendable, Hashable, CustomStringConv
     case appIdMismatch(found: String)
     /// `seller_id` is not the configured one.
     case sellerIdMismatch(found: String)
+    /// A trade query was answered with an error other than "no such trade" (`code`, `sub_code`, `sub_msg`).
+    case queryFailed(code: String, subCode: String, message: String)
+    /// A trade query was answered about another order.
+    case orderMismatch(found: String)
     /// `trade_status` is not one of TRADE_SUCCESS, TRADE_FINISHED, TRADE_CLOSED, WAIT_BUYER_PAY.
     case unknownTradeStatus(String)
     /// An amount parameter is not a plain decimal with at most two decimals.
@@ -43,6 +47,8 @@ public enum AlipayVerificationError: Error, Sendable, Hashable, CustomStringConv
         case .missingParameter(let key): "missing_parameter (\(key))"
         case .appIdMismatch(let found): "app_id_mismatch (\(found))"
         case .sellerIdMismatch(let found): "seller_id_mismatch (\(found))"
+        case .queryFailed(let code, let subCode, let message): "query_failed (\(code) \(subCode): \(message))"
+        case .orderMismatch(let found): "order_mismatch (\(found))"
         case .unknownTradeStatus(let status): "unknown_trade_status (\(status))"
         case .malformedAmount(let field, let value): "malformed_amount (\(field)=\(value))"
         case .malformedTime(let field, let value): "malformed_time (\(field)=\(value))"

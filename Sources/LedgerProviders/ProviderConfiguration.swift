@@ -55,6 +55,16 @@ public struct ProviderConfiguration: Decodable, Sendable, CustomStringConvertibl
         public var publicKeyPath: String?
         /// The merchant PID (`2088...`); when set, notifications' `seller_id` must equal it.
         public var sellerId: String?
+        /// Asking Alipay about a trade (`alipay.trade.query`, `ledger recover`); none: never asked.
+        public var query: AlipayQuery?
+    }
+
+    /// The app's own private key (it signs the ledger's requests; Alipay holds its public half) and the gateway.
+    public struct AlipayQuery: Decodable, Sendable {
+        /// PEM (PKCS#1 or PKCS#8) RSA private key, relative to the configuration file.
+        public var appPrivateKeyPath: String
+        /// Default `https://openapi.alipay.com/gateway.do`; the sandbox's, or a test's stand-in, otherwise.
+        public var gatewayURL: String?
     }
 
     /// WeChat Pay: merchant id, APIv3 key (a secret) and the platform keys by serial.

@@ -105,7 +105,7 @@ extension ProviderConfiguration.CertificateSource {
 }
 
 extension ProviderConfiguration.Alipay {
-    enum CodingKeys: String, CodingKey, CaseIterable { case appId, publicKey, publicKeyPath, sellerId }
+    enum CodingKeys: String, CodingKey, CaseIterable { case appId, publicKey, publicKeyPath, sellerId, query }
 
     public init(from decoder: any Decoder) throws {
         try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
@@ -117,6 +117,21 @@ extension ProviderConfiguration.Alipay {
         guard (publicKey == nil) != (publicKeyPath == nil) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .publicKey, in: container, debugDescription: "give exactly one of publicKey, publicKeyPath")
+        }
+        query = try container.decodeIfPresent(ProviderConfiguration.AlipayQuery.self, forKey: .query)
+    }
+}
+
+extension ProviderConfiguration.AlipayQuery {
+    enum CodingKeys: String, CodingKey, CaseIterable { case appPrivateKeyPath, gatewayURL }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        appPrivateKeyPath = try container.decode(String.self, forKey: .appPrivateKeyPath)
+        gatewayURL = try container.decodeIfPresent(String.self, forKey: .gatewayURL)
+        if let url = gatewayURL, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
+            throw DecodingError.dataCorruptedError(forKey: .gatewayURL, in: container, debugDescription: "must be an http(s) URL")
         }
     }
 }

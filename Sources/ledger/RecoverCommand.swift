@@ -12,8 +12,9 @@ import Logging
 /// nothing new until the provider's answer changes.
 ///
 /// Built so far: the App Store, for an order whose transaction id is known (Get Transaction Info; Production, then
-/// Sandbox). Alipay, WeChat Pay, the App Store's notification-history sweep (an order known only by its
-/// appAccountToken) and the schedule that asks by itself are not yet: the command says so rather than guess.
+/// Sandbox), and Alipay, by order id (`alipay.trade.query`). WeChat Pay, the App Store's notification-history sweep
+/// (an order known only by its appAccountToken) and the schedule that asks by itself are not yet: the command says
+/// so rather than guess.
 ///
 /// Exit status: 0 asked and answered; 1 not asked or nothing to record (said why); 69 the provider could not be
 /// reached, ask again later; 78 the provider configuration is wrong.
@@ -22,9 +23,10 @@ struct RecoverCommand: AsyncParsableCommand {
         commandName: "recover",
         abstract: "Ask the order's provider about its payment and record the signed answer (补单).",
         discussion: """
-            Needs --providers-config (or LEDGER_PROVIDERS_CONFIG) with appStore.trustedRoots (to verify the answer) and \
-            appStore.serverAPI (keyId, issuerId, privateKeyPath: the In-App Purchase key). Exit status: 0 answered, \
-            1 not asked or nothing recorded, 69 provider unreachable (ask again later), 78 configuration error.
+            Needs --providers-config (or LEDGER_PROVIDERS_CONFIG): for the App Store, appStore.trustedRoots (to verify \
+            the answer) and appStore.serverAPI (the In-App Purchase key); for Alipay, alipay (Alipay's public key) and \
+            alipay.query (the app's private key). Exit status: 0 answered, 1 not asked or nothing recorded, 69 \
+            provider unreachable (ask again later), 78 configuration error.
             """)
 
     @Option(name: .customLong("order"), help: "The order to ask about.") var orderId: String
@@ -40,51 +42,31 @@ struct RecoverCommand: AsyncParsableCommand {
         let (orderId, dryRun) = (orderId, dryRun)
         let outcome: Recovery = try await database.withLedger { opened in
             guard let order = try await opened.ledger.order(orderId) else { return .notAsked("the ledger has never seen order \(orderId)") }
-            guard order.provider == .appStore else {
-                return .notAsked("order \(orderId) is paid with \(order.provider.rawValue): asking it is not built yet (only the App Store is)")
+            let asked: Asked
+            switch order.provider {
+            case .appStore: asked = await Self.askAppStore(about: order, clients: clients, verifiers: verifiers, logger: logger)
+            case .alipay: asked = await Self.askAlipay(about: order, clients: clients, verifiers: verifiers, logger: logger)
+            default:
+                return .notAsked("order \(orderId) is paid with \(order.provider.rawValue): asking it is not built yet (the App Store and Alipay are)")
             }
-            guard let api = clients.appStore, let verifier = verifiers.appStore else {
-                return .configuration("the App Store is not configured for asking: --providers-config needs appStore.trustedRoots and appStore.serverAPI")
+            guard case .answered(let message, let said) = asked else {
+                if case .not(let outcome) = asked { return outcome }
+                return .notAsked("nothing asked")
             }
-            guard let transactionId = order.transactionId else {
-                return .notAsked("order \(orderId) has no transaction id yet; Apple is asked by transaction id (finding an order by its appAccountToken, through Apple's notification history, is not built yet)")
+            announce(said)
+            guard !dryRun else {
+                return .answered("dry run: would record provider.notified (\(message.fact.notificationId)) and what follows; recorded nothing")
             }
-            announce("asking the App Store about transaction \(transactionId) of order \(orderId)")
-            let signed: String, environment: AppStoreServerEnvironment
-            do throws(AppStoreServerAPIError) {
-                (signed, environment) = try await api.transactionInfo(transactionId)
-            } catch {
-                switch error {
-                case .configuration: return .configuration(error.description)
-                case .unavailable: return .unreachable(error.description)
-                default: return .notAsked(error.description)
-                }
-            }
-            let transaction: AppStoreTransaction
-            do {
-                transaction = try await verifier.verifyTransaction(signed, now: Date())
-            } catch {
-                logger.warning("security: the App Store's answer did not verify; nothing recorded", metadata: [
-                    "order": "\(orderId)", "transaction": "\(transactionId)", "reason": "\(error)",
-                ])
-                return .notAsked("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded")
-            }
-            let message = transaction.queriedMessage
-            let fact = message.fact
-            let answered = "\(environment.rawValue) answered: \(fact.effect.rawValue), product \(transaction.productId)"
-                + (fact.amount.map { ", \($0.formatted)" } ?? "") + ", signed \(RFC3339.format(transaction.signedDate))"
-            announce(answered)
-            guard !dryRun else { return .answered("dry run: would record provider.notified (\(fact.notificationId)) and what follows; recorded nothing") }
             switch try await opened.ledger.recordProviderMessage(message) {
             case .recorded(let recordedOn, let followed, let refusal):
                 let events = (["provider.notified"] + followed.map(\.rawValue)).joined(separator: ", ")
                 return .answered("recorded on order \(recordedOn): \(events)" + (refusal.map { "; stopped short: \($0.message)" } ?? ""))
             case .duplicate:
-                return .answered("already recorded: Apple's answer has not changed since it was last asked")
+                return .answered("already recorded: the provider's answer has not changed since it was last asked")
             case .unmatched:
-                return .notAsked("Apple's answer matches no order; kept for finance as unknown_provider_transaction")
+                return .notAsked("the answer matches no order; kept for finance as unknown_provider_transaction")
             case .refused(_, let field, let reason):
-                return .notAsked("Apple's answer was kept but not applied (\(field): \(reason)); finance lists it")
+                return .notAsked("the answer was kept but not applied (\(field): \(reason)); finance lists it")
             }
         }
         switch outcome {
@@ -100,6 +82,79 @@ struct RecoverCommand: AsyncParsableCommand {
             try? FileHandle.standardError.write(contentsOf: Data("Error: \(text)\n".utf8))
             throw ExitCode(78)
         }
+    }
+
+    /// What asking came to: a verified answer to record (and how to say it), or why there is none.
+    enum Asked: Sendable {
+        case answered(ProviderMessage, said: String)
+        case not(Recovery)
+    }
+
+    /// Apple, by the order's transaction id (Get Transaction Info; Production, then Sandbox).
+    static func askAppStore(about order: Order, clients: ProviderClients, verifiers: ProviderVerifiers, logger: Logger) async -> Asked {
+        guard let api = clients.appStore, let verifier = verifiers.appStore else {
+            return .not(.configuration("the App Store is not configured for asking: --providers-config needs appStore.trustedRoots and appStore.serverAPI"))
+        }
+        guard let transactionId = order.transactionId else {
+            return .not(.notAsked("order \(order.orderId) has no transaction id yet; Apple is asked by transaction id (finding an order by its appAccountToken, through Apple's notification history, is not built yet)"))
+        }
+        announce("asking the App Store about transaction \(transactionId) of order \(order.orderId)")
+        let signed: String, environment: AppStoreServerEnvironment
+        do throws(AppStoreServerAPIError) {
+            (signed, environment) = try await api.transactionInfo(transactionId)
+        } catch {
+            switch error {
+            case .configuration: return .not(.configuration(error.description))
+            case .unavailable: return .not(.unreachable(error.description))
+            default: return .not(.notAsked(error.description))
+            }
+        }
+        let transaction: AppStoreTransaction
+        do {
+            transaction = try await verifier.verifyTransaction(signed, now: Date())
+        } catch {
+            logger.warning("security: the App Store's answer did not verify; nothing recorded", metadata: [
+                "order": "\(order.orderId)", "transaction": "\(transactionId)", "reason": "\(error)",
+            ])
+            return .not(.notAsked("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded"))
+        }
+        let message = transaction.queriedMessage
+        let said = "\(environment.rawValue) answered: \(message.fact.effect.rawValue), product \(transaction.productId)"
+            + (message.fact.amount.map { ", \($0.formatted)" } ?? "") + ", signed \(RFC3339.format(transaction.signedDate))"
+        return .answered(message, said: said)
+    }
+
+    /// Alipay, by our order id (`alipay.trade.query` with `out_trade_no`).
+    static func askAlipay(about order: Order, clients: ProviderClients, verifiers: ProviderVerifiers, logger: Logger) async -> Asked {
+        guard let gateway = clients.alipay, let verifier = verifiers.alipay else {
+            return .not(.configuration("Alipay is not configured for asking: --providers-config needs alipay (appId, Alipay's public key) and alipay.query"))
+        }
+        announce("asking Alipay (alipay.trade.query) about order \(order.orderId)")
+        let body: [UInt8]
+        do throws(ProviderClientError) {
+            body = try await gateway.tradeQuery(orderId: order.orderId)
+        } catch {
+            switch error {
+            case .configuration: return .not(.configuration(error.description))
+            case .unavailable: return .not(.unreachable("Alipay " + error.description))
+            case .unexpected: return .not(.notAsked("Alipay answered " + error.description))
+            }
+        }
+        let answer: AlipayTradeQueryAnswer
+        do throws(AlipayVerificationError) {
+            answer = try verifier.verifyQueryAnswer(body, orderId: order.orderId)
+        } catch {
+            if case .queryFailed = error { return .not(.notAsked("Alipay refused the query: \(error)")) }
+            logger.warning("security: Alipay's answer did not verify; nothing recorded", metadata: [
+                "order": "\(order.orderId)", "reason": "\(error)",
+            ])
+            return .not(.notAsked("Alipay's answer did not verify: \(error); nothing recorded"))
+        }
+        guard case .trade(let trade) = answer else {
+            return .not(.notAsked("Alipay has no trade for order \(order.orderId) yet (ACQ.TRADE_NOT_EXIST): not paid, or not yet; ask again later"))
+        }
+        let message = trade.message(receivedAt: Date())
+        return .answered(message, said: "Alipay answered: \(trade.tradeStatus.rawValue), trade \(trade.tradeNo), \(trade.totalAmount.formatted)")
     }
 
     enum Recovery: Sendable {

@@ -4,6 +4,7 @@ import LedgerCore
 import LedgerTestSupport
 import ProviderTestSupport
 import Testing
+import _CryptoExtras
 
 /// `ledger recover --order`: the ledger asks Apple (a stand-in that checks the ledger's token as Apple does and
 /// answers signed by the tests' CA) and records the verified answer as the provider's own word.
@@ -94,6 +95,58 @@ struct RecoverCommandTests {
             #expect(apple.requests.contains("production 200 /production/inApps/v1/transactions/2000000000000101"))
             #expect(apple.requests.contains("sandbox 404 /sandbox/inApps/v1/transactions/2000000000000103"), "Production, then Sandbox")
 
+            let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
+            #expect(verify.status == 0, "\(verify.stdout)")
+        }
+    }
+
+    /// Alipay is asked by our order id; its answer is signed over the exact text of the response, and only a verified
+    /// one is recorded. A gateway that cannot check our signature answers `error_response`.
+    @Test func alipayIsAskedByOrderIdAndItsSignedAnswerIsRecorded() async throws {
+        let gateway = try FakeAlipayGateway()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recover-alipay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        gateway.hold(orderId: "ali-1", tradeNo: "2026112522001400000000000001", totalAmount: "12.34")
+        @Sendable func configuration(_ base: String, appKeyPEM: String) throws -> String {
+            let keyFile = directory.appendingPathComponent("app_private_key.pem")
+            try Data(appKeyPEM.utf8).write(to: keyFile)
+            let url = directory.appendingPathComponent("providers.json")
+            try ProviderTestKit.json(["alipay": [
+                "appId": ProviderTestKit.alipayAppId, "publicKey": ProviderTestKit.alipayKey.publicKey.pemRepresentation,
+                "query": ["appPrivateKeyPath": keyFile.lastPathComponent, "gatewayURL": base],
+            ]]).write(to: url)
+            return url.path
+        }
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            for orderId in ["ali-1", "ali-2"] {
+                _ = try await ledger.record(orderId: orderId, events: [
+                    Submission(eventId: UUID(), type: "order.created", data: [
+                        "accountId": "acct-1", "productId": "vip.month", "amount": ["value": 1234, "currency": "CNY"], "provider": "alipay",
+                    ]),
+                ], metadata: EventMetadata(actor: "test-suite"))
+            }
+            try await gateway.run { base async throws -> Void in
+                let providers = try configuration(base, appKeyPEM: gateway.appPrivateKeyPEM)
+                let recovered = try await LedgerBinary.run(["recover", "--order", "ali-1", "--providers-config", providers], databaseURL: url)
+                #expect(recovered.status == 0, "\(recovered.stdout)\(recovered.stderr)")
+                #expect(recovered.stdout.contains("Alipay answered: TRADE_SUCCESS, trade 2026112522001400000000000001, 12.34 CNY"), "\(recovered.stdout)")
+                #expect(recovered.stdout.contains("recorded on order ali-1: provider.notified, receipt.received"), "\(recovered.stdout)")
+                let fact = try #require(try await ledger.history("ali-1")?.entries.first { $0.event.type == "provider.notified" }?.event)
+                #expect(fact.metadata["actor"] == "provider:alipay" && fact.data["evidence"]?["source"] == "query")
+                #expect(try await ledger.order("ali-1")?.transactionId == "2026112522001400000000000001")
+
+                let notPaid = try await LedgerBinary.run(["recover", "--order", "ali-2", "--providers-config", providers], databaseURL: url)
+                #expect(notPaid.status == 1 && notPaid.stdout.contains("ACQ.TRADE_NOT_EXIST"), "\(notPaid.stdout)\(notPaid.stderr)")
+                #expect(try await ledger.history("ali-2")?.entries.count == 1)
+
+                // Signed with a key the gateway does not hold: Alipay refuses the request, nothing is recorded.
+                let otherKey = try configuration(base, appKeyPEM: try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation)
+                let refused = try await LedgerBinary.run(["recover", "--order", "ali-2", "--providers-config", otherKey], databaseURL: url)
+                #expect(refused.status == 1 && refused.stdout.contains("isv.invalid-signature"), "\(refused.stdout)\(refused.stderr)")
+            }
+            #expect(gateway.requests == ["found ali-1", "not-exist ali-2", "invalid-signature ali-2"])
             let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
             #expect(verify.status == 0, "\(verify.stdout)")
         }
