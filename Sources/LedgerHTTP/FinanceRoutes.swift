@@ -75,11 +75,17 @@ struct FinanceRoutes {
     static let defaultAnomalyPage = 100
 
     /// One page of anomalies, kind by kind, each kind by age: `nextCursor` is the `cursor` of the next page (null
-    /// on the last). A cursor is only good with the `kind` list it was given with.
+    /// on the last). A cursor is only good with the `kind` list it was given with. `orderId` keeps one order's
+    /// anomalies (what the console shows on the order's page).
     @Sendable func anomalies(_ request: Request, context: Context) async throws -> Response {
         let query = QueryParameters(request)
-        try query.onlyAllowing(["kind", "olderThan", "limit", "cursor"])
+        try query.onlyAllowing(["kind", "olderThan", "orderId", "limit", "cursor"])
         let kinds = try names(query.string("kind") ?? "", AnomalyKind.self, field: "kind")
+        // Held to the rule of the orders path's id: an id no order could have is the caller's mistake, not an empty list.
+        let orderId = try query.string("orderId").map { id in
+            guard Identifier.isValidOrderId(id) else { throw APIError.invalidRequest(field: "orderId", "orderId " + Identifier.orderRule) }
+            return id
+        }
         let olderThan = try query.string("olderThan").map { text in
             guard let duration = ThresholdText.parse(text) else {
                 throw APIError.invalidRequest(field: "olderThan", "olderThan must be a number and a unit s, m, h or d, e.g. 90s, 10m, 24h, at most 100 years")
@@ -93,7 +99,7 @@ struct FinanceRoutes {
             }
             return cursor
         }
-        let page = try await finance.anomalies(kinds: kinds, olderThan: olderThan, limit: Int(limit), after: cursor)
+        let page = try await finance.anomalies(kinds: kinds, olderThan: olderThan, orderId: orderId, limit: Int(limit), after: cursor)
         let now = Date()
         return JSONResponse.make(status: .ok, body: .object([
             "anomalies": .array(page.anomalies.map { $0.json(now: now) }),

@@ -56,6 +56,52 @@ struct FinanceAPITests {
         }
     }
 
+    /// `orderId` keeps one order's anomalies, of every kind (its own query's order id), page after page; an id no
+    /// order could have is a 400 naming `orderId`, not an empty list.
+    @Test func anomaliesOfOneOrder() async throws {
+        try await API.run { api in
+            let metadata = EventMetadata(actor: "test")
+            var grab = Lifecycle()
+            grab.accountId = "acct-alice"
+            _ = try await api.ledger.record(orderId: "grab", events: [grab.created, grab.queued, grab.receipt, grab.verified], metadata: metadata)
+            for _ in 0..<2 {
+                #expect(try await api.post("grab", grab.granted(to: "acct-mallory"), token: "writer").status == .conflict)
+            }
+            for other in ["lost-1", "lost-2"] {
+                let lifecycle = Lifecycle()
+                _ = try await api.ledger.record(
+                    orderId: other, events: [lifecycle.created, lifecycle.queued, lifecycle.receipt, lifecycle.verified], metadata: metadata)
+                #expect(try await api.post(other, lifecycle.granted(to: "acct-mallory"), token: "writer").status == .conflict)
+            }
+            let everyOrder = try await api.get("/v1/anomalies?olderThan=0s", token: "finance")
+            #expect(Set(everyOrder.json["anomalies"]?.elements.compactMap { $0["orderId"] } ?? []) == ["grab", "lost-1", "lost-2"])
+
+            let one = try await api.get("/v1/anomalies?olderThan=0s&orderId=grab", token: "finance")
+            #expect(one.status == .ok, "\(one.bodyText)")
+            let listed = one.json["anomalies"]?.elements ?? []
+            #expect(listed.map { $0["kind"] } == ["lost_order", "refused_grant", "refused_grant"], "\(one.bodyText)")
+            #expect(listed.allSatisfy { $0["orderId"] == "grab" }, "\(one.bodyText)")
+            // Page by page (the cursor's binds and the order's together): the same rows.
+            var paged: [JSONValue] = []
+            var cursor: String?
+            repeat {
+                let page = try await api.get("/v1/anomalies?olderThan=0s&orderId=grab&limit=1" + (cursor.map { "&cursor=\($0)" } ?? ""), token: "finance")
+                #expect(page.status == .ok, "\(page.bodyText)")
+                paged += page.json["anomalies"]?.elements ?? []
+                if case .string(let next)? = page.json["nextCursor"] { cursor = next } else { cursor = nil }
+            } while cursor != nil && paged.count < 10
+            #expect(paged.map { $0["kind"] } == listed.map { $0["kind"] } && paged.allSatisfy { $0["orderId"] == "grab" })
+            let none = try await api.get("/v1/anomalies?olderThan=0s&orderId=order-never", token: "finance")
+            #expect(none.status == .ok && none.json["anomalies"] == .array([]), "\(none.bodyText)")
+
+            for bad in ["..", "a%20b", "a/b", String(repeating: "x", count: 129)] {
+                let answer = try await api.get("/v1/anomalies?orderId=\(bad)", token: "finance")
+                #expect(answer.status == .badRequest, "\(bad): \(answer.bodyText)")
+                #expect(answer.json["error"]?["details"]?["field"] == "orderId", "\(bad): \(answer.bodyText)")
+            }
+        }
+    }
+
     /// `groupBy=product,product` once killed `ledger serve` (a dictionary built from duplicate keys). A repeated,
     /// empty or doubly-given name is the caller's mistake: 400 naming the parameter and the name, and the service
     /// goes on answering.

@@ -206,10 +206,12 @@ public struct AnomalyCursor: Sendable, Hashable, CustomStringConvertible {
 
 extension AnomalyFinder {
     /// At most `limit` anomalies of `kinds` (all when empty; each kind once, in the order given) after `cursor`,
-    /// each older than `olderThan` or its kind's default threshold. Memory holds one page, never the whole list.
+    /// each older than `olderThan` or its kind's default threshold, of the order `orderId` only when given (what an
+    /// order's own page lists). Memory holds one page, never the whole list.
     /// A cursor whose kind is not among `kinds` ends the listing: nothing comes after it (the API refuses it first).
     func page(
-        kinds: [AnomalyKind] = [], olderThan: Duration? = nil, limit: Int, after cursor: AnomalyCursor? = nil
+        kinds: [AnomalyKind] = [], olderThan: Duration? = nil, orderId: String? = nil, limit: Int,
+        after cursor: AnomalyCursor? = nil
     ) async throws -> AnomalyPage {
         let limit = max(1, min(limit, Int(Int32.max)))
         var asked: [AnomalyKind] = []
@@ -223,7 +225,7 @@ extension AnomalyFinder {
         var found: [(anomaly: Anomaly, key: String)] = []
         for kind in remaining where found.count <= limit {
             let start = cursor?.kind == kind ? cursor : nil
-            found += try await rows(of: kind, olderThan: olderThan, after: start, limit: limit + 1 - found.count)
+            found += try await rows(of: kind, olderThan: olderThan, orderId: orderId, after: start, limit: limit + 1 - found.count)
         }
         let more = found.count > limit
         if more { found.removeLast() }
@@ -231,23 +233,32 @@ extension AnomalyFinder {
         return AnomalyPage(anomalies: found.map(\.anomaly), nextCursor: next)
     }
 
-    /// At most `limit` rows of one kind after `cursor` (from the first when nil), by (`since`, key).
+    /// At most `limit` rows of one kind after `cursor` (from the first when nil), by (`since`, key), of `orderId`
+    /// only when given. The filter is on the kind's own `order_id` column, so every kind is filtered alike;
+    /// PostgreSQL pushes it into the kind's query.
     private func rows(
-        of kind: AnomalyKind, olderThan: Duration?, after cursor: AnomalyCursor?, limit: Int
+        of kind: AnomalyKind, olderThan: Duration?, orderId: String?, after cursor: AnomalyCursor?, limit: Int
     ) async throws -> [(anomaly: Anomaly, key: String)] {
         let threshold = Double((olderThan ?? kind.defaultThreshold).components.seconds)
-        let after = cursor == nil ? "" : "WHERE (since, key) > ($3, $4)"
-        var query = PostgresQuery(unsafeSQL: """
-            SELECT order_id, account_id, state, since, detail, key
-            FROM (\(kind.sql)) AS found (order_id, account_id, state, since, detail, key)
-            \(after) ORDER BY since, key LIMIT $2
-            """)
+        var conditions: [String] = []
+        var query = PostgresQuery(unsafeSQL: "")
         query.binds.append(threshold)
         query.binds.append(limit)
         if let cursor {
             query.binds.append(Timestamp(cursor.since))
             query.binds.append(cursor.key)
+            conditions.append("(since, key) > ($\(query.binds.count - 1), $\(query.binds.count))")
         }
+        if let orderId {
+            query.binds.append(orderId)
+            conditions.append("order_id = $\(query.binds.count)")
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        query.sql = """
+            SELECT order_id, account_id, state, since, detail, key
+            FROM (\(kind.sql)) AS found (order_id, account_id, state, since, detail, key)
+            \(filter) ORDER BY since, key LIMIT $2
+            """
         return try await client.query(query, logger: logger) { rows in
             var found: [(anomaly: Anomaly, key: String)] = []
             for try await (orderId, accountId, state, since, detail, key)

@@ -27,10 +27,12 @@ public struct Finance: Sendable {
         try await Reconciliation(client: client, logger: logger).run(provider: provider, from: from, to: to, chunks: chunks, emit: emit)
     }
 
-    /// One page of anomalies, kind by kind, each kind by age (`AnomalyFinder`).
+    /// One page of anomalies, kind by kind, each kind by age, of one order when `orderId` is given (`AnomalyFinder`).
     public func anomalies(
-        kinds: [AnomalyKind] = [], olderThan: Duration? = nil, limit: Int, after cursor: AnomalyCursor? = nil
+        kinds: [AnomalyKind] = [], olderThan: Duration? = nil, orderId: String? = nil, limit: Int,
+        after cursor: AnomalyCursor? = nil
     ) async throws -> AnomalyPage {
-        try await AnomalyFinder(client: client, logger: logger).page(kinds: kinds, olderThan: olderThan, limit: limit, after: cursor)
+        try await AnomalyFinder(client: client, logger: logger)
+            .page(kinds: kinds, olderThan: olderThan, orderId: orderId, limit: limit, after: cursor)
     }
 }
