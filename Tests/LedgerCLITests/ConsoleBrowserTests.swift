@@ -111,15 +111,7 @@ struct ConsoleBrowserTests {
         }, "\(times)")
         try await browser.screenshot("order-story", in: Self.screenshots)
         // On a phone's width the page does not scroll sideways: wide tables scroll inside their own box.
-        try await browser.resize(width: 390, height: 844)
-        let overflowing = try await browser.run("""
-            return [...document.querySelectorAll('body *')]
-              .filter(e => !e.closest('.scroll') && e.getBoundingClientRect().right > window.innerWidth + 1)
-              .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : ''));
-            """)
-        #expect(overflowing == .array([]), "wider than a phone")
-        try await browser.screenshot("order-story-phone", in: Self.screenshots)
-        try await browser.resize(width: 1280, height: 1000)
+        try await expectFitsAPhone(browser, "order-story-phone")
 
         // As of an earlier moment: the order as it was then.
         let asOf = RFC3339.format(scenario.normalQueuedAt)
@@ -171,6 +163,20 @@ struct ConsoleBrowserTests {
         _ = try await browser.element("#anomalies tbody tr")
         try await browser.click("#anomalies tbody tr a")
         try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-lost'")
+        // Several kinds at once: two boxes ticked, rows of both kinds and of no other, the boxes still ticked.
+        try await browser.open(console + "#/anomalies?olderThan=0s")
+        try await browser.click("#anomaly-kinds input[value=lost_order]")
+        try await browser.click("#anomaly-kinds input[value=refused_grant]")
+        try await browser.click("#anomalies-form button")
+        try await browser.waitUntil("""
+            [...document.querySelectorAll('#anomalies tbody tr')].map(r => r.cells[0].textContent)
+              .filter((k, i, all) => all.indexOf(k) === i).sort().join() === 'lost_order,refused_grant'
+            """)
+        #expect(try await browser.run("return location.hash") == "#/anomalies?kind=lost_order%2Crefused_grant&olderThan=0s")
+        #expect(try await browser.run("return [...document.querySelectorAll('#anomaly-kinds input:checked')].map(b => b.value)")
+            == ["lost_order", "refused_grant"])
+        try await browser.screenshot("anomalies-kinds", in: Self.screenshots)
+        try await expectFitsAPhone(browser, "anomalies-kinds-phone")
 
         // Revenue: the page's totals are the API's.
         let today = String(RFC3339.format(Date()).prefix(10))
@@ -232,6 +238,20 @@ struct ConsoleBrowserTests {
         try await browser.run("sessionStorage.setItem('orderledger.token', 'olt_wrong')")
         try await browser.open(console + "#/order/order-normal")
         try await browser.waitUntil("document.getElementById('problem')?.textContent.includes('Not signed in')")
+    }
+
+    /// On a phone's width the page does not scroll sideways: wide tables and the chart scroll inside their own box.
+    /// Back to a laptop's width after.
+    func expectFitsAPhone(_ browser: HeadlessBrowser, _ screenshot: String) async throws {
+        try await browser.resize(width: 390, height: 844)
+        let overflowing = try await browser.run("""
+            return [...document.querySelectorAll('body *')]
+              .filter(e => !e.closest('.scroll') && e.getBoundingClientRect().right > window.innerWidth + 1)
+              .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : ''));
+            """)
+        #expect(overflowing == .array([]), "wider than a phone: \(screenshot)")
+        try await browser.screenshot(screenshot, in: Self.screenshots)
+        try await browser.resize(width: 1280, height: 1000)
     }
 
     func search(_ browser: HeadlessBrowser, _ text: String) async throws {

@@ -323,16 +323,20 @@ async function anomalies(params) {
   await attempt("finance:read", async () => {
     const filter = new URLSearchParams();
     for (const key of ["kind", "olderThan"]) if (params.get(key)) filter.set(key, params.get(key));
-    const kind = el("select", { id: "anomaly-kind", "aria-label": "Kind" },
-      el("option", { value: "" }, "every kind"), ANOMALY_KINDS.map((k) => el("option", { value: k, selected: params.get("kind") === k }, k)));
+    // Several kinds at once, as the API takes them (kind=a,b): a box each; none ticked is every kind.
+    const chosen = new Set((params.get("kind") || "").split(",").filter(Boolean));
+    const kindBoxes = ANOMALY_KINDS.map((k) => el("input", { type: "checkbox", name: "kind", value: k, checked: chosen.has(k) }));
+    const kinds = el("fieldset", { class: "kinds", id: "anomaly-kinds" }, el("legend", {}, "Kinds (none ticked: every kind)"),
+      kindBoxes.map((box) => el("label", {}, box, box.value)));
     const olderThan = el("input", { id: "older-than", value: params.get("olderThan") || "", placeholder: "e.g. 10m, 24h", "aria-label": "Older than", size: 8 });
     const olderThanError = el("span", { id: "older-than-error", class: "field-error", role: "alert" });
-    const form = el("form", { class: "controls panel" }, el("label", {}, "Kind", kind),
+    const form = el("form", { class: "controls panel", id: "anomalies-form" }, kinds,
       el("label", {}, "Older than", olderThan, olderThanError), el("button", { type: "submit" }, "Filter"));
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const next = new URLSearchParams();
-      if (kind.value) next.set("kind", kind.value);
+      const ticked = kindBoxes.filter((box) => box.checked).map((box) => box.value);
+      if (ticked.length) next.set("kind", ticked.join(","));
       if (olderThan.value.trim()) next.set("olderThan", olderThan.value.trim());
       location.hash = "#/anomalies?" + next;
     });
