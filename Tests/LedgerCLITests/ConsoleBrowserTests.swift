@@ -109,6 +109,15 @@ struct ConsoleBrowserTests {
             guard case .string(let text) = time else { return false }
             return text.range(of: #"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} UTC$"#, options: .regularExpression) != nil
         }, "\(times)")
+        // At a laptop's 1280 px the story fits its box: no column (the hash last) is cut off behind a sideways scroll.
+        let storyFits = try await browser.run("""
+            const table = document.getElementById('story'), box = table.parentElement;
+            return { window: window.innerWidth, table: table.getBoundingClientRect().width, box: box.clientWidth,
+                     fits: table.getBoundingClientRect().width <= box.clientWidth + 0.5 && box.scrollWidth <= box.clientWidth };
+            """)
+        #expect(storyFits["window"] == .int(1280) && storyFits["fits"] == .bool(true), "\(storyFits)")
+        #expect(try await browser.run("return document.querySelector('#story tbody tr:last-child code').title.length") == .int(64),
+                "the whole hash on hover")
         try await browser.screenshot("order-story", in: Self.screenshots)
         // On a phone's width the page does not scroll sideways: wide tables scroll inside their own box.
         try await expectFitsAPhone(browser, "order-story-phone")

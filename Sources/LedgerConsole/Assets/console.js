@@ -58,6 +58,15 @@ function table(headers, rows, options = {}) {
   return el("div", { class: "scroll" }, el("table", { id: options.id }, el("thead", {}, head), el("tbody", {}, body)));
 }
 
+/** A button that copies `text` (a digest, a hash) whole, whatever the page shows of it. */
+function copyButton(text, attributes = {}) {
+  const button = el("button", { type: "button", ...attributes }, "Copy");
+  button.addEventListener("click", async () => {
+    try { await navigator.clipboard.writeText(text); button.textContent = "Copied"; } catch (_) { button.textContent = "Select and copy"; }
+  });
+  return button;
+}
+
 function link(hash, text) { return el("a", { href: hash }, text); }
 const orderLink = (id) => link("#/order/" + encodeURIComponent(id), id);
 const accountLink = (id) => link("#/account/" + encodeURIComponent(id), id);
@@ -229,11 +238,15 @@ async function orderStory(orderId, asOf) {
 
     const rows = history.events.map((event) => {
       const link = links.get(event.version);
+      // The hash shortened (the column fits a laptop's width), the whole of it on hover and copied by its button.
       const seal = !link ? el("span", { class: "muted" }, "—")
-        : el("span", { class: link.verifiedUpToHere ? "ok" : "bad", title: link.problem || "the chain verifies up to this event" },
-          link.verifiedUpToHere ? "✓ " : "✗ ", el("code", {}, (link.hash || "unsealed").slice(0, 12)));
+        : el("span", { class: "seal" },
+          el("span", { class: link.verifiedUpToHere ? "ok" : "bad", title: link.problem || "the chain verifies up to this event" },
+            link.verifiedUpToHere ? "✓" : "✗"), " ",
+          link.hash ? [el("code", { title: link.hash }, link.hash.slice(0, 8) + "…"), " ", copyButton(link.hash, { class: "small secondary", "aria-label": "Copy the hash of event " + event.version })]
+            : el("code", {}, "unsealed"));
       return [String(event.version), time(event.recordedAt), time(event.occurredAt), event.type, event.actor || "—",
-        keyData(event), event.stateAfter || "—", seal];
+        el("span", { class: "data" }, keyData(event)), event.stateAfter || "—", seal];
     });
 
     const evidence = history.events.filter((e) => e.type === "provider.notified" || e.data?.signedTransaction)
@@ -521,10 +534,7 @@ async function digest() {
       throw error;
     }
     const command = `ledger verify --digest ${checkpoint.pinned}`;
-    const copy = el("button", { type: "button", id: "copy-digest" }, "Copy");
-    copy.addEventListener("click", async () => {
-      try { await navigator.clipboard.writeText(checkpoint.pinned); copy.textContent = "Copied"; } catch (_) { copy.textContent = "Select and copy"; }
-    });
+    const copy = copyButton(checkpoint.pinned, { id: "copy-digest" });
     show(
       el("h1", {}, "Ledger digest"),
       el("div", { class: "panel" }, el("dl", { class: "facts" },
