@@ -54,6 +54,9 @@ struct ConsoleBrowserTests {
         try await TestDatabase.withURL { url, client in
             var scenario = Scenario()
             try await scenario.record(on: Ledger(client: client))
+            // The switched order is also a lost order once it waited past lost_order's threshold (10 minutes): its
+            // projection's time is moved an hour back, as if recorded then (the events stay untouched).
+            try await client.query("UPDATE orders SET updated_at = updated_at - interval '1 hour' WHERE order_id = 'order-switched'")
             let secret = try await TokenStore(client: client).create(name: "auditor", scopes: Scope.allCases)
             let readerOnly = try await TokenStore(client: client).create(name: "support", scopes: [.eventsRead])
             let server = try await RunningServer.start(databaseURL: url)
@@ -109,6 +112,7 @@ struct ConsoleBrowserTests {
             guard case .string(let text) = time else { return false }
             return text.range(of: #"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} UTC$"#, options: .regularExpression) != nil
         }, "\(times)")
+        #expect(try await browser.run("return document.getElementById('order-banner')") == .null, "nothing to say, no banner")
         // At a laptop's 1280 px the story fits its box: no column (the hash last) is cut off behind a sideways scroll.
         let storyFits = try await browser.run("""
             const table = document.getElementById('story'), box = table.parentElement;
@@ -146,6 +150,15 @@ struct ConsoleBrowserTests {
         try await search(browser, "order-switched")
         _ = try await browser.element("#refusals tbody tr")
         #expect(try await browser.text("#refusals").contains("account_mismatch"))
+        // At the top of its page, what finance lists about it: a lost order and a refused grant, and the refusal.
+        #expect(try await browser.run("return document.querySelector('main h1 + *')?.id") == "order-banner", "under the order's name")
+        let anomalyKinds = try await browser.run("return [...document.querySelectorAll('#banner-anomalies .kind')].map(k => k.textContent).sort()")
+        #expect(anomalyKinds == ["lost_order", "refused_grant"])
+        #expect(try await browser.text("#banner-anomalies").contains("paid but not credited: verified since"), "each with its detail")
+        #expect(try await browser.run("return document.querySelectorAll('#banner-anomalies time').length") == .int(2), "and since when")
+        #expect(try await browser.text("#banner-refusals").contains("account_mismatch order.granted"))
+        #expect(try await browser.run("return document.getElementById('banner-scope')") == .null, "finance:read reads anomalies")
+        try await expectFitsAPhone(browser, "order-banner-phone")
         try await search(browser, "order-late")
         try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-late'")
         #expect(try await browser.text("#order-facts").contains("late_receipt"))
@@ -170,7 +183,7 @@ struct ConsoleBrowserTests {
         #expect(try await browser.run("return document.getElementById('problem')") == .null, "the page is not replaced")
         try await browser.open(console + "#/anomalies?kind=lost_order&olderThan=0s")
         _ = try await browser.element("#anomalies tbody tr")
-        try await browser.click("#anomalies tbody tr a")
+        try await browser.click("#anomalies tbody tr a[href='#/order/order-lost']")
         try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-lost'")
         // Several kinds at once: two boxes ticked, rows of both kinds and of no other, the boxes still ticked.
         try await browser.open(console + "#/anomalies?olderThan=0s")
@@ -243,6 +256,12 @@ struct ConsoleBrowserTests {
         try await browser.click("#signin button")
         try await browser.open(console + "#/anomalies")
         try await browser.waitUntil("document.getElementById('problem')?.textContent.includes('finance:read')")
+        // Its order pages still show, the banner with the refusals only, saying why the anomalies are not there.
+        try await browser.open(console + "#/order/order-switched")
+        try await browser.waitUntil("document.getElementById('banner-scope')?.textContent.includes('finance:read')")
+        #expect(try await browser.text("#banner-refusals").contains("account_mismatch"))
+        #expect(try await browser.run("return document.getElementById('banner-anomalies') || document.getElementById('problem')") == .null)
+        _ = try await browser.element("#story tbody tr")
         // A revoked or wrong token: sign in again.
         try await browser.run("sessionStorage.setItem('orderledger.token', 'olt_wrong')")
         try await browser.open(console + "#/order/order-normal")

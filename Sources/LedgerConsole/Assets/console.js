@@ -204,10 +204,11 @@ function keyData(event) {
 
 async function orderStory(orderId, asOf) {
   await attempt("events:read", async () => {
-    const [history, chain, refusals] = await Promise.all([
+    const [history, chain, refusals, anomalies] = await Promise.all([
       wholeHistory(orderId, asOf),
       api(`/v1/orders/${encodeURIComponent(orderId)}/chain`).then((r) => r.json),
       api(`/v1/orders/${encodeURIComponent(orderId)}/refusals`).then((r) => r.json),
+      orderAnomalies(orderId),
     ]);
     const links = new Map(chain.events.map((link) => [link.version, link]));
     const order = history.order;
@@ -256,6 +257,7 @@ async function orderStory(orderId, asOf) {
 
     show(
       el("h1", {}, "Order ", el("span", { id: "order-id" }, orderId)),
+      orderBanner(anomalies, refusals.refusals),
       el("div", { class: "panel" }, asOfForm, asOf ? el("p", { class: "muted", id: "asof-note" }, "As of ", time(asOf)) : null),
       el("div", { class: "panel" }, facts),
       el("h2", {}, "Story"),
@@ -272,6 +274,37 @@ async function orderStory(orderId, asOf) {
       el("details", {}, el("summary", {}, "JSON (the API's answer)"), el("pre", { id: "json" }, JSON.stringify(history.pages.length === 1 ? history.pages[0] : history.pages, null, 2))),
     );
   });
+}
+
+/** The order's anomalies as finance lists them now (the anomalies page's thresholds), or null when the token lacks
+ *  finance:read: the order's page is an events:read page and still shows, with what that scope may read. */
+async function orderAnomalies(orderId) {
+  try {
+    return (await api("/v1/anomalies?" + new URLSearchParams({ orderId, limit: "100" }))).json;
+  } catch (error) {
+    if (error instanceof Problem && error.status === 403) return null;
+    throw error;
+  }
+}
+
+/** At the top of an order's page, what finance lists about it (its anomalies) and what the ledger refused on it:
+ *  a lost order or a refused grant is seen before the story is read, not only in its flags or at the page's foot.
+ *  Nothing when there is nothing to say. */
+function orderBanner(anomalies, refusals) {
+  const listed = anomalies ? anomalies.anomalies : [];
+  const scopeNote = anomalies ? null
+    : el("p", { id: "banner-scope" }, "Anomalies need a token with the finance:read scope; yours does not have it, so only refusals are listed here.");
+  if (!listed.length && !refusals.length && !scopeNote) return null;
+  return el("div", { class: listed.length || refusals.length ? "notice banner" : "panel banner", id: "order-banner", role: "status" },
+    listed.length ? [el("strong", {}, "Finance lists this order now"),
+      el("ul", { id: "banner-anomalies" }, listed.map((a) =>
+        el("li", {}, el("span", { class: "kind" }, a.kind), " since ", time(a.since), ": ", a.detail))),
+      anomalies.nextCursor ? el("p", { class: "muted" }, "More are listed than shown here: see the anomalies page.") : null] : null,
+    refusals.length ? [el("strong", {}, `Refused on this order (${refusals.length})`),
+      el("ul", { id: "banner-refusals" }, refusals.map((r) =>
+        el("li", {}, el("span", { class: "kind" }, r.code), " ", r.eventType, " at ", time(r.recordedAt), " by ", r.actor,
+          r.transactionId ? ` (transaction ${r.transactionId})` : "")))] : null,
+    scopeNote);
 }
 
 // To the millisecond: events of one order are often recorded within the same second.
