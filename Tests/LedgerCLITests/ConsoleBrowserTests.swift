@@ -200,10 +200,37 @@ struct ConsoleBrowserTests {
         try await browser.screenshot("anomalies-kinds", in: Self.screenshots)
         try await expectFitsAPhone(browser, "anomalies-kinds-phone")
 
+        // Revenue over 30 days with sales on the last: every day on the axis, the empty ones too; a money axis;
+        // each day's numbers on hover; net and refunded told apart.
+        let days = (0..<30).reversed().map { String(RFC3339.format(Date().addingTimeInterval(-Double($0) * 86_400)).prefix(10)) }
+        try await browser.open(console + "#/revenue?from=\(days[0])&to=\(days[29])&timezone=UTC&currency=USD")
+        try await browser.waitUntil("document.querySelector('#revenue-chart .day')?.dataset.day === '\(days[0])'")
+        #expect(try await browser.run("return [...document.querySelectorAll('#revenue-chart .day')].map(d => d.dataset.day)")
+            == .array(days.map(JSONValue.string)))
+        #expect(try await browser.run("return document.querySelectorAll('#revenue-chart .day .day-tick').length") == .int(30))
+        #expect(try await browser.run("return [...document.querySelectorAll('#revenue-chart .day-label')].map(l => l.textContent)")
+            == .array(days.map { .string(String($0.suffix(2))) }), "a label for every day")
+        let moneyTicks = try await browser.run("return [...document.querySelectorAll('#revenue-chart .money-tick')].map(t => t.textContent)")
+        #expect(moneyTicks.elements.count >= 2 && moneyTicks.elements.contains("0.00 USD"), "\(moneyTicks)")
+        #expect(moneyTicks.elements.allSatisfy { tick in
+            guard case .string(let text) = tick else { return false }
+            return text.range(of: #"^-?\d{1,3}(,\d{3})*\.\d{2} USD$"#, options: .regularExpression) != nil
+        }, "money by USD's exponent: \(moneyTicks)")
+        let titles = try await browser.run("return [...document.querySelectorAll('#revenue-chart .day')].map(d => d.querySelector(':scope > title')?.textContent ?? '')")
+        #expect(titles.elements.count == 30)
+        if case .string(let first)? = titles.elements.first { #expect(first.contains("net 0.00 USD"), "\(first)") } else { Issue.record("\(titles)") }
+        #expect(try await browser.run("""
+            const day = document.querySelector('#revenue-chart .day:last-child');
+            const fill = (c) => getComputedStyle(day.querySelector(c)).fill;
+            return fill('.net') !== fill('.refunded') && !!document.querySelector('#revenue-chart .legend-net') && !!document.querySelector('#revenue-chart .legend-refunded');
+            """) == .bool(true), "net and refunded told apart, with a legend")
+        try await browser.screenshot("revenue-30-days", in: Self.screenshots)
+        try await expectFitsAPhone(browser, "revenue-30-days-phone")
+
         // Revenue: the page's totals are the API's.
         let today = String(RFC3339.format(Date()).prefix(10))
         try await browser.open(console + "#/revenue?from=\(today)&to=\(today)&timezone=UTC&currency=USD")
-        _ = try await browser.element("#revenue-chart")
+        try await browser.waitUntil("document.querySelectorAll('#revenue-chart .day').length === 1")
         let report = try await server.get("/v1/reports/revenue?from=\(today)&to=\(today)&groupBy=currency&timezone=UTC", token: secret)
         let usd = report["rows"]?.elements.first { $0["currency"] == "USD" }
         let granted = usd?["granted"]?["amount"], refunded = usd?["refunded"]?["amount"], net = usd?["net"]
@@ -214,6 +241,9 @@ struct ConsoleBrowserTests {
         }
         #expect(try await browser.text("#revenue-totals")
             == "Total in USD: granted \(dollars(granted)), refunded \(dollars(refunded)), net \(dollars(net)) USD")
+        if case .string(let last)? = titles.elements.last {
+            #expect(last.contains("net \(dollars(net)) USD") && last.contains("refunded \(dollars(refunded)) USD"), "\(last)")
+        }
 
         // Reconciliation: a provider file with one transaction the ledger never saw.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("apple-\(UUID().uuidString).csv")

@@ -474,7 +474,7 @@ async function revenue(params) {
     save.addEventListener("click", () => download(`revenue-${from}-${to}-${currency || "none"}.csv`, "text/csv", csv));
     show(
       el("h1", {}, "Revenue"), form,
-      rows.length ? chart(rows) : el("p", {}, "Nothing granted or refunded in this period."),
+      rows.length ? chart(daysOf(report.from || from, report.to || to), rows, currency) : el("p", {}, "Nothing granted or refunded in this period."),
       el("p", { id: "revenue-totals" }, currency
         ? `Total in ${currency}: granted ${amount(totals.granted, currency)}, refunded ${amount(totals.refunded, currency)}, net ${amount(totals.net, currency)} ${currency}`
         : "Total: —"),
@@ -486,8 +486,26 @@ async function revenue(params) {
   });
 }
 
-/** Granted (up) and refunded (down) per day, plain SVG. */
-function chart(rows) {
+/** Every day from `from` to `to` (YYYY-MM-DD, inclusive): the chart's axis holds the days nothing happened too. */
+function daysOf(from, to) {
+  const days = [];
+  const last = Date.parse(to + "T00:00:00Z");
+  // Bounded: a period the API answered is never longer, and a typo never loops for long.
+  for (let t = Date.parse(from + "T00:00:00Z"); t <= last && days.length < 3700; t += 86400000) days.push(isoDay(new Date(t)));
+  return days;
+}
+
+/** A round step for a money axis, in minor units: 1, 2 or 5 times a power of ten, at least one minor unit. */
+function niceStep(rough) {
+  if (!(rough > 1)) return 1;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const scaled = rough / power;
+  return (scaled <= 1 ? 1 : scaled <= 2 ? 2 : scaled <= 5 ? 5 : 10) * power;
+}
+
+/** Net and refunded per day of the period, in one currency (never a sum of currencies), plain SVG: every day on
+ *  the axis, empty ones too; a money axis by the currency's exponent; each day's numbers on hover (its <title>). */
+function chart(days, rows, currency) {
   const ns = "http://www.w3.org/2000/svg";
   const svg = (tag, attributes, text) => {
     const node = document.createElementNS(ns, tag);
@@ -495,23 +513,50 @@ function chart(rows) {
     if (text !== undefined) node.textContent = text;
     return node;
   };
-  const width = 640, height = 220, pad = 24, mid = height * 0.7;
-  const peak = Math.max(1, ...rows.map((r) => Math.max(r.granted.amount, r.refunded.amount)));
-  const step = (width - 2 * pad) / rows.length;
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  const zero = { granted: { count: 0, amount: 0 }, refunded: { count: 0, amount: 0 }, net: 0 };
+  const data = days.map((day) => ({ day, ...(byDay.get(day) || zero) }));
+  const cash = (minor) => `${amount(minor, currency)} ${currency}`;
+
+  // The money axis: round steps from the lowest net (a day of refunds can be below zero) to the highest bar.
+  const high = Math.max(0, ...data.map((d) => Math.max(d.net, d.refunded.amount)));
+  const low = Math.min(0, ...data.map((d) => d.net));
+  const step = niceStep((high - low) / 4);
+  const bottomValue = Math.floor(low / step) * step, topValue = Math.max(step, Math.ceil(high / step) * step);
+
+  const left = 100, right = 12, top = 30, plot = 200, width = 980;
+  const slot = (width - left - right) / days.length;
+  const y = (value) => top + plot * (topValue - value) / (topValue - bottomValue);
+  const height = top + plot + 40;
   const root = svg("svg", { class: "chart", id: "revenue-chart", viewBox: `0 0 ${width} ${height}`, role: "img",
-    "aria-label": "Granted and refunded amounts per day" });
-  root.append(svg("line", { x1: pad, x2: width - pad, y1: mid, y2: mid, stroke: "#999" }));
-  rows.forEach((r, i) => {
-    const x = pad + i * step + step * 0.15, w = Math.max(1, step * 0.7);
-    const up = (r.granted.amount / peak) * (mid - pad), down = (r.refunded.amount / peak) * (height - mid - pad);
-    const bar = svg("rect", { class: "granted", x, y: mid - up, width: w, height: up });
-    bar.append(svg("title", {}, `${r.day}: granted ${money({ value: r.granted.amount, currency: r.currency })}`));
-    const back = svg("rect", { class: "refunded", x, y: mid, width: w, height: down });
-    back.append(svg("title", {}, `${r.day}: refunded ${money({ value: r.refunded.amount, currency: r.currency })}`));
-    root.append(bar, back);
-    if (rows.length <= 12 || i % Math.ceil(rows.length / 12) === 0) root.append(svg("text", { x, y: height - 6 }, r.day.slice(5)));
+    "aria-label": `Net and refunded amounts in ${currency} per day` });
+
+  for (let value = bottomValue; value <= topValue; value += step) {
+    root.append(svg("line", { class: value === 0 ? "zero" : "grid", x1: left, x2: width - right, y1: y(value), y2: y(value) }),
+      svg("text", { class: "money-tick", x: left - 6, y: y(value) + 3, "text-anchor": "end" }, cash(value)));
+  }
+  root.append(
+    svg("rect", { class: "net legend-net", x: left, y: 8, width: 10, height: 10 }), svg("text", { x: left + 14, y: 17 }, "Net (granted less refunded)"),
+    svg("rect", { class: "refunded legend-refunded", x: left + 180, y: 8, width: 10, height: 10 }), svg("text", { x: left + 194, y: 17 }, "Refunded"));
+
+  // A label per day while they fit (a digit pair needs ~14 units), else every few days; a tick for every day.
+  const labelEvery = Math.ceil(14 / slot);
+  data.forEach((d, i) => {
+    const x = left + i * slot, bar = Math.min(18, slot * 0.38);
+    const group = svg("g", { class: "day", "data-day": d.day });
+    group.append(svg("title", {}, `${d.day}\nnet ${cash(d.net)}\ngranted ${cash(d.granted.amount)} (${d.granted.count})`
+      + `\nrefunded ${cash(d.refunded.amount)} (${d.refunded.count})`));
+    // The whole day's column answers the pointer, so an empty day shows its zeros too.
+    group.append(svg("rect", { class: "hit", x, y: top, width: slot, height: plot }));
+    const middle = x + slot / 2;
+    group.append(svg("rect", { class: "net", x: middle - bar, y: Math.min(y(d.net), y(0)), width: bar, height: Math.abs(y(d.net) - y(0)) }),
+      svg("rect", { class: "refunded", x: middle, y: y(d.refunded.amount), width: bar, height: y(0) - y(d.refunded.amount) }),
+      svg("line", { class: "day-tick", x1: middle, x2: middle, y1: top + plot, y2: top + plot + 4 }));
+    if (i % labelEvery === 0) group.append(svg("text", { class: "day-label", x: middle, y: top + plot + 16, "text-anchor": "middle" }, d.day.slice(8)));
+    if (i === 0 || d.day.endsWith("-01")) group.append(svg("text", { x, y: top + plot + 32 }, d.day.slice(0, 7)));
+    root.append(group);
   });
-  return root;
+  return el("div", { class: "scroll" }, root);
 }
 
 function reconcile() {
