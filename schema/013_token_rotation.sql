@@ -18,3 +18,6 @@ RETURNS timestamptz LANGUAGE sql SECURITY DEFINER SET search_path = public AS $$
 $$;
 REVOKE EXECUTE ON FUNCTION ledger_rotate_token(text, bytea, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ledger_rotate_token(text, bytea, interval) TO ledger_service;
+
+-- (schema/010 and 012 name the file that records the providers' messages; it is now
+-- Sources/LedgerPostgres/Append/Ledger+ProviderMessages.swift. An applied migration is never edited.)

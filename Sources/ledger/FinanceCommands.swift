@@ -162,11 +162,15 @@ struct ReconcileCommand: AsyncParsableCommand {
 }
 
 /// Prints reconciliation rows as they stream (only non-matched ones unless `all`), then the summary. `--csv` is
-/// the same file as the API's `text/csv` answer: a header record, then one record per row.
+/// the same file as the API's `text/csv` answer: a header record, then one record per row. `--json` is one document,
+/// as the API's: `{"rows": [...], "summary": {...}}`, a row per line, every row listed (the API lists at most a page).
+/// The table has a header line, and its summary goes to standard error.
 final class RowPrinter: Sendable {
     let output: FinanceOutput
     let all: Bool
-    private let headerPrinted = Mutex(false)
+    private let started = Mutex(false)
+
+    static let tableHeader = ["LINE", "RESULT", "TRANSACTION", "ORDER", "LEDGER", "PROVIDER", "PROBLEM"]
 
     init(output: FinanceOutput, all: Bool) {
         self.output = output
@@ -175,12 +179,12 @@ final class RowPrinter: Sendable {
 
     func show(_ row: ReconciliationRow) async throws {
         guard all || row.result != .matched else { return }
+        let first = try startOnce()
         if output.json {
-            try StandardOutput.line(row.json.canonicalJSON)
+            try StandardOutput.line((first ? "" : ",") + row.json.canonicalJSON)
             return
         }
         if output.csv {
-            try printHeaderOnce()
             try StandardOutput.line(CSVWriter.record(row.csvFields))
             return
         }
@@ -194,19 +198,28 @@ final class RowPrinter: Sendable {
         try StandardOutput.line(cells.joined(separator: "\t"))
     }
 
-    /// The CSV header, before the first row or, when no row is printed, at the end: the file is never headerless.
-    private func printHeaderOnce() throws {
-        guard output.csv, headerPrinted.withLock({ printed in
-            defer { printed = true }
-            return !printed
-        }) else { return }
-        try StandardOutput.line(CSVWriter.record(ReconciliationRow.csvHeader))
+    /// What comes before the first row (the CSV header, the JSON document's opening, the table's header line), once;
+    /// true for the first row. At the end when no row is printed: the output is never headerless.
+    private func startOnce() throws -> Bool {
+        let first = started.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return false }
+        if output.json {
+            try StandardOutput.line("{\"rows\":[")
+        } else if output.csv {
+            try StandardOutput.line(CSVWriter.record(ReconciliationRow.csvHeader))
+        } else {
+            try StandardOutput.line(Self.tableHeader.joined(separator: "\t"))
+        }
+        return true
     }
 
     func finish(_ summary: ReconciliationSummary) throws {
-        try printHeaderOnce()
+        _ = try startOnce()
         if output.json {
-            try StandardOutput.line(JSONValue.object(["summary": summary.json]).canonicalJSON)
+            try StandardOutput.line("],\"summary\":" + summary.json.canonicalJSON + "}")
             return
         }
         let rows = ReconciliationResult.allCases.map { result in

@@ -67,4 +67,30 @@ struct ReconcileCSVCommandTests {
             #expect(usage.status == 64, "usage: \(usage.stderr)")
         }
     }
+
+    /// `--json` is one document, as the API's (`rows` and `summary`), not a line per row; the table has a header.
+    @Test func jsonIsOneDocumentAndTheTableHasAHeader() async throws {
+        try await TestDatabase.withURL { url, client in
+            let ids = try await recordHappyOrders(1, on: Ledger(client: client))
+            let granted = try #require(try await Ledger(client: client).order(ids[0]))
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let text = Self.header + "\n" + "\(try #require(granted.transactionId)),gems.100,499,USD,paid,\(today)T10:00:00Z\n"
+                + "px-1,gems.100,499,USD,paid,\(today)T10:00:00Z\n" + "px-2,gems.100,499,USD,paid,\(today)T10:00:00Z\n"
+            let (json, table) = try await withFile(text) { path in
+                let arguments = ["reconcile", path, "--provider", "app_store", "--from", today, "--to", today]
+                return (try await LedgerBinary.run(arguments + ["--json"], databaseURL: url),
+                        try await LedgerBinary.run(arguments, databaseURL: url))
+            }
+            #expect(json.status == 1)
+            let document = try JSONValue(parsing: Array(json.stdout.utf8))
+            guard case .array(let rows)? = document["rows"] else { Issue.record("no rows: \(json.stdout)"); return }
+            #expect(rows.compactMap { $0["transactionId"] } == ["px-1", "px-2"], "\(json.stdout)")
+            #expect(document["summary"]?["missing_in_ledger"]?["count"] == .int(2), "\(json.stdout)")
+            #expect(document["summary"]?["matched"]?["count"] == .int(1))
+
+            let lines = table.stdout.split(separator: "\n")
+            #expect(lines.first == "LINE\tRESULT\tTRANSACTION\tORDER\tLEDGER\tPROVIDER\tPROBLEM", "\(table.stdout)")
+            #expect(lines.count == 3, "a header and the two rows that differ: \(table.stdout)")
+        }
+    }
 }
