@@ -8,10 +8,12 @@ import _CryptoExtras
 public struct ProviderClients: Sendable {
     public var appStore: AppStoreServerAPI?
     public var alipay: AlipayGateway?
+    public var wechatPay: WeChatPayAPI?
 
-    public init(appStore: AppStoreServerAPI? = nil, alipay: AlipayGateway? = nil) {
+    public init(appStore: AppStoreServerAPI? = nil, alipay: AlipayGateway? = nil, wechatPay: WeChatPayAPI? = nil) {
         self.appStore = appStore
         self.alipay = alipay
+        self.wechatPay = wechatPay
     }
 
     /// The clients of the file at `path` (`--providers-config` / `LEDGER_PROVIDERS_CONFIG`); relative paths in it are
@@ -27,7 +29,22 @@ public struct ProviderClients: Sendable {
     {
         ProviderClients(
             appStore: try appStoreServerAPI(configuration, baseDirectory: baseDirectory),
-            alipay: try alipayGateway(configuration, baseDirectory: baseDirectory))
+            alipay: try alipayGateway(configuration, baseDirectory: baseDirectory),
+            wechatPay: try weChatPayAPI(configuration, baseDirectory: baseDirectory))
+    }
+
+    static func weChatPayAPI(_ configuration: ProviderConfiguration, baseDirectory: URL)
+        throws(ProviderConfigurationError) -> WeChatPayAPI?
+    {
+        guard let wechatPay = configuration.wechatPay, let query = wechatPay.query else { return nil }
+        let field = "wechatPay.query.merchantPrivateKeyPath"
+        let pem = try read(query.merchantPrivateKeyPath, baseDirectory: baseDirectory, field: field)
+        guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
+            throw .invalid(field: field, reason: "not an RSA private key in PEM (apiclient_key.pem)")
+        }
+        return WeChatPayAPI(
+            merchantId: wechatPay.merchantId, serial: query.merchantCertificateSerial, privateKey: key,
+            baseURL: query.baseURL ?? WeChatPayAPI.baseURL)
     }
 
     static func read(_ path: String, baseDirectory: URL, field: String) throws(ProviderConfigurationError) -> String {
@@ -61,13 +78,9 @@ public struct ProviderClients: Sendable {
         } else {
             throw .invalid(field: "\(field).bundleId", reason: "required when appStore.apps holds more than one app")
         }
-        let keyURL = api.privateKeyPath.hasPrefix("/")
-            ? URL(fileURLWithPath: api.privateKeyPath) : baseDirectory.appendingPathComponent(api.privateKeyPath)
-        guard let pem = try? String(contentsOf: keyURL, encoding: .utf8) else {
-            throw .invalid(field: "\(field).privateKeyPath", reason: "cannot read \(keyURL.path)")
-        }
+        let pem = try read(api.privateKeyPath, baseDirectory: baseDirectory, field: "\(field).privateKeyPath")
         guard let privateKey = AppStoreServerAPIKey.privateKey(pem: pem) else {
-            throw .invalid(field: "\(field).privateKeyPath", reason: "\(keyURL.path) is not a P-256 private key in PEM (the .p8 file Apple gives)")
+            throw .invalid(field: "\(field).privateKeyPath", reason: "not a P-256 private key in PEM (the .p8 file Apple gives)")
         }
         let key = AppStoreServerAPIKey(keyId: api.keyId, issuerId: api.issuerId, bundleId: bundleId, privateKey: privateKey)
         return AppStoreServerAPI(

@@ -74,6 +74,18 @@ public struct ProviderConfiguration: Decodable, Sendable, CustomStringConvertibl
         public var platformKeys: [PlatformKey]
         /// How far `Wechatpay-Timestamp` may be from now, either way; default 300.
         public var maximumClockSkewSeconds: Double?
+        /// Asking WeChat Pay about an order (the order query, `ledger recover`); none: never asked.
+        public var query: WeChatPayQuery?
+    }
+
+    /// The merchant's API key pair (it signs the ledger's requests) and where to reach WeChat Pay.
+    public struct WeChatPayQuery: Decodable, Sendable {
+        /// The merchant API private key (`apiclient_key.pem`), relative to the configuration file.
+        public var merchantPrivateKeyPath: String
+        /// The serial number of the merchant API certificate (`serial_no` of each request).
+        public var merchantCertificateSerial: String
+        /// Default `https://api.mch.weixin.qq.com`; a test's stand-in otherwise.
+        public var baseURL: String?
     }
 
     /// A platform certificate or WeChat Pay public key, named by its serial (`Wechatpay-Serial`): `pem` inline or

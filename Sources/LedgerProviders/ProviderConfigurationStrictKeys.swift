@@ -137,7 +137,7 @@ extension ProviderConfiguration.AlipayQuery {
 }
 
 extension ProviderConfiguration.WeChatPay {
-    enum CodingKeys: String, CodingKey, CaseIterable { case merchantId, apiV3Key, platformKeys, maximumClockSkewSeconds }
+    enum CodingKeys: String, CodingKey, CaseIterable { case merchantId, apiV3Key, platformKeys, maximumClockSkewSeconds, query }
 
     public init(from decoder: any Decoder) throws {
         try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
@@ -149,6 +149,22 @@ extension ProviderConfiguration.WeChatPay {
         if let seconds = maximumClockSkewSeconds, !(0...3_600).contains(seconds) {
             throw DecodingError.dataCorruptedError(
                 forKey: .maximumClockSkewSeconds, in: container, debugDescription: "must be 0...3600 seconds")
+        }
+        query = try container.decodeIfPresent(ProviderConfiguration.WeChatPayQuery.self, forKey: .query)
+    }
+}
+
+extension ProviderConfiguration.WeChatPayQuery {
+    enum CodingKeys: String, CodingKey, CaseIterable { case merchantPrivateKeyPath, merchantCertificateSerial, baseURL }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        merchantPrivateKeyPath = try container.decode(String.self, forKey: .merchantPrivateKeyPath)
+        merchantCertificateSerial = try container.decode(String.self, forKey: .merchantCertificateSerial)
+        baseURL = try container.decodeIfPresent(String.self, forKey: .baseURL)
+        if let url = baseURL, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
+            throw DecodingError.dataCorruptedError(forKey: .baseURL, in: container, debugDescription: "must be an http(s) URL")
         }
     }
 }

@@ -58,21 +58,7 @@ public struct WeChatPayNotificationVerifier: Sendable, CustomStringConvertible, 
         throws(WeChatPayVerificationError) -> WeChatPayNotification
     {
         let body = Array(body)
-        guard let key = platformKeys[headers.serial] else { throw .unknownSerial(headers.serial) }
-        guard let signature = Base64Decoding.standard(headers.signature) else { throw .malformedSignature }
-        let timestampBytes = Array(headers.timestamp.utf8)
-        guard (1...12).contains(timestampBytes.count), timestampBytes.allSatisfy(DecimalAmount.isDigit),
-              let timestamp = Int64(headers.timestamp)
-        else { throw .malformedTimestamp(headers.timestamp) }
-        let message = Array("\(headers.timestamp)\n\(headers.nonce)\n".utf8) + body + [UInt8(ascii: "\n")]
-        guard key.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: message),
-            padding: .insecurePKCS1v1_5)
-        else { throw .signatureInvalid }
-        let skew = Double(timestamp) - now.timeIntervalSince1970
-        guard abs(skew) <= maximumClockSkew else {
-            throw .timestampOutOfWindow(secondsFromNow: Int64(exactly: skew.rounded()) ?? (skew < 0 ? .min : .max))
-        }
+        try checkSignature(headers: headers, body: body, now: now)
 
         let envelope: WeChatPayWire.Envelope
         do { envelope = try JSONDecoder().decode(WeChatPayWire.Envelope.self, from: Data(body)) } catch {
@@ -94,6 +80,26 @@ public struct WeChatPayNotificationVerifier: Sendable, CustomStringConvertible, 
     }
 
     /// AEAD_AES_256_GCM: `ciphertext` is base64 of ciphertext ‖ tag; `nonce` and `associated_data` are UTF-8 text.
+    /// What WeChat Pay signs, on a notification as on an API answer: `Wechatpay-Signature` by the platform key
+    /// `Wechatpay-Serial` names, over `timestamp\nnonce\nbody\n`, with the timestamp within the allowed skew.
+    func checkSignature(headers: WeChatPayHeaders, body: [UInt8], now: Date) throws(WeChatPayVerificationError) {
+        guard let key = platformKeys[headers.serial] else { throw .unknownSerial(headers.serial) }
+        guard let signature = Base64Decoding.standard(headers.signature) else { throw .malformedSignature }
+        let timestampBytes = Array(headers.timestamp.utf8)
+        guard (1...12).contains(timestampBytes.count), timestampBytes.allSatisfy(DecimalAmount.isDigit),
+              let timestamp = Int64(headers.timestamp)
+        else { throw .malformedTimestamp(headers.timestamp) }
+        let message = Array("\(headers.timestamp)\n\(headers.nonce)\n".utf8) + body + [UInt8(ascii: "\n")]
+        guard key.isValidSignature(
+            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: message),
+            padding: .insecurePKCS1v1_5)
+        else { throw .signatureInvalid }
+        let skew = Double(timestamp) - now.timeIntervalSince1970
+        guard abs(skew) <= maximumClockSkew else {
+            throw .timestampOutOfWindow(secondsFromNow: Int64(exactly: skew.rounded()) ?? (skew < 0 ? .min : .max))
+        }
+    }
+
     func decrypt(_ resource: WeChatPayWire.EncryptedResource) throws(WeChatPayVerificationError) -> [UInt8] {
         guard resource.algorithm == "AEAD_AES_256_GCM" else { throw .unsupportedAlgorithm(resource.algorithm) }
         guard let combined = Base64Decoding.standard(resource.ciphertext), combined.count >= 16,

@@ -29,6 +29,13 @@ public enum WeChatPayVerificationError: Error, Sendable, Hashable, CustomStringC
     case unknownState(String)
     /// A time field is not RFC 3339.
     case malformedTime(field: String, value: String)
+    /// An order query was answered with an error (`code`, `message`), such as SIGN_ERROR for a request WeChat Pay
+    /// could not check.
+    case queryFailed(status: Int, code: String, message: String)
+    /// An order query was answered about another order.
+    case orderMismatch(found: String)
+    /// An answer came without the `Wechatpay-*` headers that sign it.
+    case unsignedAnswer
 
     public var description: String {
         switch self {
@@ -46,6 +53,9 @@ public enum WeChatPayVerificationError: Error, Sendable, Hashable, CustomStringC
         case .merchantIdMismatch(let found): "merchant_id_mismatch (\(found))"
         case .unknownState(let state): "unknown_state (\(state))"
         case .malformedTime(let field, let value): "malformed_time (\(field)=\(value))"
+        case .queryFailed(let status, let code, let message): "query_failed (HTTP \(status) \(code): \(message))"
+        case .orderMismatch(let found): "order_mismatch (\(found))"
+        case .unsignedAnswer: "unsigned_answer"
         }
     }
 }

@@ -11,10 +11,10 @@ import Logging
 /// answer verbatim as evidence), then what it leads to (`ProviderFollowUp`). Idempotent: asking again records
 /// nothing new until the provider's answer changes.
 ///
-/// Built so far: the App Store, for an order whose transaction id is known (Get Transaction Info; Production, then
-/// Sandbox), and Alipay, by order id (`alipay.trade.query`). WeChat Pay, the App Store's notification-history sweep
-/// (an order known only by its appAccountToken) and the schedule that asks by itself are not yet: the command says
-/// so rather than guess.
+/// Asked: the App Store, for an order whose transaction id is known (Get Transaction Info; Production, then Sandbox);
+/// Alipay (`alipay.trade.query`) and WeChat Pay (the order query), by our order id. Not yet: the App Store's
+/// notification-history sweep (an order known only by its appAccountToken) and the schedule that asks by itself;
+/// the command says so rather than guess.
 ///
 /// Exit status: 0 asked and answered; 1 not asked or nothing to record (said why); 69 the provider could not be
 /// reached, ask again later; 78 the provider configuration is wrong.
@@ -25,7 +25,8 @@ struct RecoverCommand: AsyncParsableCommand {
         discussion: """
             Needs --providers-config (or LEDGER_PROVIDERS_CONFIG): for the App Store, appStore.trustedRoots (to verify \
             the answer) and appStore.serverAPI (the In-App Purchase key); for Alipay, alipay (Alipay's public key) and \
-            alipay.query (the app's private key). Exit status: 0 answered, 1 not asked or nothing recorded, 69 \
+            alipay.query (the app's private key); for WeChat Pay, wechatPay (platform keys) and wechatPay.query (the \
+            merchant's API key and its serial). Exit status: 0 answered, 1 not asked or nothing recorded, 69 \
             provider unreachable (ask again later), 78 configuration error.
             """)
 
@@ -46,8 +47,9 @@ struct RecoverCommand: AsyncParsableCommand {
             switch order.provider {
             case .appStore: asked = await Self.askAppStore(about: order, clients: clients, verifiers: verifiers, logger: logger)
             case .alipay: asked = await Self.askAlipay(about: order, clients: clients, verifiers: verifiers, logger: logger)
+            case .wechatPay: asked = await Self.askWeChatPay(about: order, clients: clients, verifiers: verifiers, logger: logger)
             default:
-                return .notAsked("order \(orderId) is paid with \(order.provider.rawValue): asking it is not built yet (the App Store and Alipay are)")
+                return .notAsked("order \(orderId) is paid with \(order.provider.rawValue): there is no provider to ask")
             }
             guard case .answered(let message, let said) = asked else {
                 if case .not(let outcome) = asked { return outcome }
@@ -155,6 +157,46 @@ struct RecoverCommand: AsyncParsableCommand {
         }
         let message = trade.message(receivedAt: Date())
         return .answered(message, said: "Alipay answered: \(trade.tradeStatus.rawValue), trade \(trade.tradeNo), \(trade.totalAmount.formatted)")
+    }
+
+    /// WeChat Pay, by our order id (the order query by `out_trade_no`).
+    static func askWeChatPay(about order: Order, clients: ProviderClients, verifiers: ProviderVerifiers, logger: Logger) async -> Asked {
+        guard let api = clients.wechatPay, let verifier = verifiers.wechatPay else {
+            return .not(.configuration("WeChat Pay is not configured for asking: --providers-config needs wechatPay (platform keys) and wechatPay.query"))
+        }
+        announce("asking WeChat Pay (order query) about order \(order.orderId)")
+        let answer: (status: Int, headers: WeChatPayHeaders?, body: [UInt8])
+        do throws(ProviderClientError) {
+            answer = try await api.queryOrder(order.orderId)
+        } catch {
+            switch error {
+            case .configuration: return .not(.configuration(error.description))
+            case .unavailable: return .not(.unreachable("WeChat Pay " + error.description))
+            case .unexpected: return .not(.notAsked("WeChat Pay answered " + error.description))
+            }
+        }
+        let verified: WeChatPayQueryAnswer
+        do throws(WeChatPayVerificationError) {
+            verified = try verifier.verifyQueryAnswer(
+                status: answer.status, headers: answer.headers, body: answer.body, orderId: order.orderId, now: Date())
+        } catch {
+            if case .queryFailed(let status, let code, _) = error {
+                // WeChat Pay could not check our signature: the merchant key or its serial is wrong.
+                if status == 401 || code == "SIGN_ERROR" { return .not(.configuration("WeChat Pay refused the request: \(error)")) }
+                return .not(.notAsked("WeChat Pay refused the query: \(error)"))
+            }
+            logger.warning("security: WeChat Pay's answer did not verify; nothing recorded", metadata: [
+                "order": "\(order.orderId)", "reason": "\(error)",
+            ])
+            return .not(.notAsked("WeChat Pay's answer did not verify: \(error); nothing recorded"))
+        }
+        guard case .trade(let trade) = verified else {
+            return .not(.notAsked("WeChat Pay has no order \(order.orderId) (ORDER_NOT_EXIST): never placed, or not yet; ask again later"))
+        }
+        guard let message = trade.message(receivedAt: Date()) else {
+            return .not(.notAsked("WeChat Pay answered \(trade.tradeState.rawValue): not paid yet, nothing to record; ask again later"))
+        }
+        return .answered(message, said: "WeChat Pay answered: \(trade.tradeState.rawValue), transaction \(trade.transactionId ?? "-"), \(trade.amount.formatted)")
     }
 
     enum Recovery: Sendable {

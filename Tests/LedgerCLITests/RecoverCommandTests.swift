@@ -151,4 +151,62 @@ struct RecoverCommandTests {
             #expect(verify.status == 0, "\(verify.stdout)")
         }
     }
+
+    /// WeChat Pay is asked by our order id with a request it can check; its signed answer is recorded once paid.
+    @Test func weChatPayIsAskedByOrderIdAndOnlyAPaidOrderIsRecorded() async throws {
+        let wechat = try FakeWeChatPayAPI()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recover-wechat-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        wechat.hold(orderId: "wx-1", state: "SUCCESS", transactionId: "4200001234202611250000000001")
+        wechat.hold(orderId: "wx-2", state: "NOTPAY", transactionId: nil)
+        @Sendable func configuration(_ base: String, merchantKeyPEM: String) throws -> String {
+            let keyFile = directory.appendingPathComponent("apiclient_key.pem")
+            try Data(merchantKeyPEM.utf8).write(to: keyFile)
+            let url = directory.appendingPathComponent("providers.json")
+            try ProviderTestKit.json(["wechatPay": [
+                "merchantId": ProviderTestKit.merchantId, "apiV3Key": ProviderTestKit.apiV3KeyText,
+                "platformKeys": [["serial": ProviderTestKit.platformSerial, "pem": ProviderTestKit.wechatPlatformKey.publicKey.pemRepresentation]],
+                "query": ["merchantPrivateKeyPath": keyFile.lastPathComponent, "merchantCertificateSerial": wechat.merchantSerial, "baseURL": base],
+            ]]).write(to: url)
+            return url.path
+        }
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            for orderId in ["wx-1", "wx-2", "wx-3"] {
+                _ = try await ledger.record(orderId: orderId, events: [
+                    Submission(eventId: UUID(), type: "order.created", data: [
+                        "accountId": "acct-1", "productId": "vip.month", "amount": ["value": 1234, "currency": "CNY"], "provider": "wechat_pay",
+                    ]),
+                ], metadata: EventMetadata(actor: "test-suite"))
+            }
+            try await wechat.run { base async throws -> Void in
+                let providers = try configuration(base, merchantKeyPEM: wechat.merchantPrivateKeyPEM)
+                func recover(_ orderId: String, _ providers: String) async throws -> LedgerBinary.Outcome {
+                    try await LedgerBinary.run(["recover", "--order", orderId, "--providers-config", providers], databaseURL: url)
+                }
+                let paid = try await recover("wx-1", providers)
+                #expect(paid.status == 0, "\(paid.stdout)\(paid.stderr)")
+                #expect(paid.stdout.contains("WeChat Pay answered: SUCCESS, transaction 4200001234202611250000000001, 12.34 CNY"), "\(paid.stdout)")
+                #expect(paid.stdout.contains("recorded on order wx-1: provider.notified, receipt.received"), "\(paid.stdout)")
+                let fact = try #require(try await ledger.history("wx-1")?.entries.first { $0.event.type == "provider.notified" }?.event)
+                #expect(fact.metadata["actor"] == "provider:wechat_pay" && fact.data["evidence"]?["source"] == "query")
+
+                let notPaid = try await recover("wx-2", providers)
+                #expect(notPaid.status == 1 && notPaid.stdout.contains("NOTPAY: not paid yet"), "\(notPaid.stdout)\(notPaid.stderr)")
+                let unknown = try await recover("wx-3", providers)
+                #expect(unknown.status == 1 && unknown.stdout.contains("ORDER_NOT_EXIST"), "\(unknown.stdout)\(unknown.stderr)")
+                #expect(try await ledger.history("wx-2")?.entries.count == 1)
+                #expect(try await ledger.history("wx-3")?.entries.count == 1)
+
+                // A merchant key WeChat Pay does not hold: it cannot check the request, a configuration error.
+                let otherKey = try configuration(base, merchantKeyPEM: try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation)
+                let refused = try await recover("wx-2", otherKey)
+                #expect(refused.status == 78 && refused.stderr.contains("SIGN_ERROR"), "\(refused.stdout)\(refused.stderr)")
+            }
+            #expect(wechat.requests == ["200 wx-1", "200 wx-2", "404 wx-3", "401 wx-2"])
+            let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
+            #expect(verify.status == 0, "\(verify.stdout)")
+        }
+    }
 }

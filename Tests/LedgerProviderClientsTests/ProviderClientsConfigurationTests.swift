@@ -1,0 +1,57 @@
+import Foundation
+import LedgerProviderClients
+import LedgerProviders
+import ProviderTestSupport
+import Testing
+
+/// The clients' part of the providers file: a bad key or a typo stops the command with the field named.
+@Suite("Provider clients: configuration")
+struct ProviderClientsConfigurationTests {
+    func load(_ json: String, files: [String: String] = [:]) throws(ProviderConfigurationError) -> ProviderClients {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clients-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for (name, text) in files { try? Data(text.utf8).write(to: directory.appendingPathComponent(name)) }
+        let file = directory.appendingPathComponent("providers.json")
+        try? Data(json.utf8).write(to: file)
+        return try ProviderClients.load(configurationFile: file.path)
+    }
+
+    static func appStore(_ serverAPI: String, apps: String = #"[{"bundleId": "com.example.a", "environments": ["Sandbox"]}]"#) -> String {
+        #"{"appStore": {"trustedRoots": [{"pem": "x"}], "apps": \#(apps), "serverAPI": \#(serverAPI)}}"#
+    }
+
+    @Test func aServerAPIWithItsKeyBuildsTheClientAndNoneBuildsNone() throws {
+        let key = FakeAppStoreServerAPI().privateKeyPEM
+        let clients = try load(Self.appStore(#"{"keyId": "K", "issuerId": "I", "privateKeyPath": "k.p8"}"#), files: ["k.p8": key])
+        #expect(clients.appStore != nil && clients.alipay == nil)
+        #expect(try load(#"{}"#).appStore == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"keyId": "K", "issuerId": "I", "privateKeyPath": "missing.p8"}"#, "appStore.serverAPI.privateKeyPath"),
+        (#"{"keyId": "K", "issuerId": "I", "privateKeyPath": "k.p8"}"#, "appStore.serverAPI.privateKeyPath"),  // not a key
+        (#"{"keyId": "K", "issuerId": "I", "privateKeyPath": "k.p8", "productionUrl": "x"}"#, "appStore.serverAPI.productionUrl"),
+        (#"{"keyId": "K", "issuerId": "I", "privateKeyPath": "k.p8", "productionURL": "ftp://x"}"#, "appStore.serverAPI.productionURL"),
+        (#"{"issuerId": "I", "privateKeyPath": "k.p8"}"#, "appStore.serverAPI.keyId"),
+    ])
+    func aBadServerAPISectionNamesItsField(serverAPI: String, field: String) {
+        do {
+            _ = try load(Self.appStore(serverAPI), files: ["k.p8": "not a key"])
+            Issue.record("loaded: \(serverAPI)")
+        } catch {
+            #expect("\(error)".contains(field), "\(error)")
+        }
+    }
+
+    @Test func twoAppsNeedTheBundleIdSaid() {
+        let apps = #"[{"bundleId": "a", "environments": ["Sandbox"]}, {"bundleId": "b", "environments": ["Sandbox"]}]"#
+        do {
+            _ = try load(Self.appStore(#"{"keyId": "K", "issuerId": "I", "privateKeyPath": "k.p8"}"#, apps: apps),
+                         files: ["k.p8": FakeAppStoreServerAPI().privateKeyPEM])
+            Issue.record("loaded without a bundle id")
+        } catch {
+            #expect("\(error)".contains("appStore.serverAPI.bundleId"), "\(error)")
+        }
+    }
+}
