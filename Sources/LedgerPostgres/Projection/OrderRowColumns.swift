@@ -17,6 +17,20 @@ struct OrderRowColumn: Sendable {
     /// optional time as binary `timestamptz` with `-infinity` for NULL (`TimestampElement`).
     let values: @Sendable (inout Interpolation, [Order]) -> Void
     let fromElement: String
+    /// `::type`, made once: the append's write statement is built on every append.
+    let cast: String
+
+    init(
+        name: String, type: String, value: @escaping @Sendable (inout Interpolation, Order?) -> Void,
+        values: @escaping @Sendable (inout Interpolation, [Order]) -> Void, fromElement: String
+    ) {
+        self.name = name
+        self.type = type
+        self.value = value
+        self.values = values
+        self.fromElement = fromElement
+        self.cast = "::" + type
+    }
 
     /// A column whose value is never NULL in a row: bound as an array of `type`.
     static func plain<Value: PostgresArrayEncodable & PostgresNonThrowingEncodable & Sendable>(
@@ -96,7 +110,7 @@ extension PostgresQuery.StringInterpolation {
         for (index, column) in OrderRows.columns.enumerated() {
             if index > 0 { appendLiteral(", ") }
             column.value(&self, order)
-            appendLiteral("::\(column.type)")
+            appendLiteral(column.cast)
         }
     }
 
