@@ -37,14 +37,23 @@ public struct ProviderClients: Sendable {
         throws(ProviderConfigurationError) -> WeChatPayAPI?
     {
         guard let wechatPay = configuration.wechatPay, let query = wechatPay.query else { return nil }
-        let field = "wechatPay.query.merchantPrivateKeyPath"
-        let pem = try read(query.merchantPrivateKeyPath, baseDirectory: baseDirectory, field: field)
-        guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
-            throw .invalid(field: field, reason: "not an RSA private key in PEM (apiclient_key.pem)")
-        }
+        let key = try rsaPrivateKey(
+            query.merchantPrivateKeyPath, baseDirectory: baseDirectory, field: "wechatPay.query.merchantPrivateKeyPath",
+            which: "apiclient_key.pem")
         return WeChatPayAPI(
             merchantId: wechatPay.merchantId, serial: query.merchantCertificateSerial, privateKey: key,
             baseURL: query.baseURL ?? WeChatPayAPI.baseURL)
+    }
+
+    /// The RSA private key in the PEM file at `path`; `which` says in the error which key the field should hold.
+    static func rsaPrivateKey(
+        _ path: String, baseDirectory: URL, field: String, which: String
+    ) throws(ProviderConfigurationError) -> _RSA.Signing.PrivateKey {
+        let pem = try read(path, baseDirectory: baseDirectory, field: field)
+        guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
+            throw .invalid(field: field, reason: "not an RSA private key in PEM (\(which))")
+        }
+        return key
     }
 
     static func read(_ path: String, baseDirectory: URL, field: String) throws(ProviderConfigurationError) -> String {
@@ -57,11 +66,9 @@ public struct ProviderClients: Sendable {
         throws(ProviderConfigurationError) -> AlipayGateway?
     {
         guard let alipay = configuration.alipay, let query = alipay.query else { return nil }
-        let field = "alipay.query.appPrivateKeyPath"
-        let pem = try read(query.appPrivateKeyPath, baseDirectory: baseDirectory, field: field)
-        guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
-            throw .invalid(field: field, reason: "not an RSA private key in PEM (the app's own key, \"应用私钥\")")
-        }
+        let key = try rsaPrivateKey(
+            query.appPrivateKeyPath, baseDirectory: baseDirectory, field: "alipay.query.appPrivateKeyPath",
+            which: "the app's own key, \"应用私钥\"")
         return AlipayGateway(appId: alipay.appId, privateKey: key, url: query.gatewayURL ?? AlipayGateway.gatewayURL)
     }
 

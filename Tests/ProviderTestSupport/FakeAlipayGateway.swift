@@ -45,18 +45,9 @@ public final class FakeAlipayGateway: Sendable {
             let form = try await request.body.collect(upTo: 1 << 16)
             return answer(Self.parameters(String(buffer: form)))
         }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        let box = Mutex<T?>(nil)
-        try await app.test(.live) { client in
-            guard let port = client.port else { throw FakeGatewayError() }
-            let value = try await body("http://127.0.0.1:\(port)/gateway.do")
-            box.withLock { $0 = value }
-        }
-        guard let value = box.withLock({ $0 }) else { throw FakeGatewayError() }
-        return value
+        return try await StandInServer.run(router) { base in try await body(base + "/gateway.do") }
     }
 
-    struct FakeGatewayError: Error {}
 
     private func answer(_ parameters: [String: String]) -> Response {
         let orderId: String? = {

@@ -58,18 +58,9 @@ public final class FakeAppStoreServerAPI: Sendable {
             state.withLock { $0.requests.append("\(environment) \(response.status.code) \(request.uri.path)") }
             return response
         }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        let box = Mutex<T?>(nil)
-        try await app.test(.live) { client in
-            guard let port = client.port else { throw FakeServerError() }
-            let value = try await body("http://127.0.0.1:\(port)")
-            box.withLock { $0 = value }
-        }
-        guard let value = box.withLock({ $0 }) else { throw FakeServerError() }
-        return value
+        return try await StandInServer.run(router, body)
     }
 
-    struct FakeServerError: Error {}
 
     private func answer(environment: String, transactionId: String, authorization: String?) -> Response {
         guard let authorization, authorization.hasPrefix("Bearer "), verifies(String(authorization.dropFirst(7))) else {

@@ -1,0 +1,22 @@
+import Hummingbird
+import HummingbirdTesting
+import Synchronization
+
+/// Runs a provider's stand-in (`router`) on a free loopback port while `body` runs with its base URL.
+enum StandInServer {
+    static func run<T: Sendable>(
+        _ router: Router<BasicRequestContext>, _ body: @Sendable @escaping (String) async throws -> T
+    ) async throws -> T {
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        let box = Mutex<T?>(nil)
+        try await app.test(.live) { client in
+            guard let port = client.port else { throw NoPort() }
+            let value = try await body("http://127.0.0.1:\(port)")
+            box.withLock { $0 = value }
+        }
+        guard let value = box.withLock({ $0 }) else { throw NoPort() }
+        return value
+    }
+
+    struct NoPort: Error {}
+}
