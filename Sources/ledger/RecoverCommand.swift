@@ -40,22 +40,20 @@ struct RecoverCommand: AsyncParsableCommand {
         guard Identifier.isValidOrderId(orderId) else { throw ValidationError("--order: order id " + Identifier.orderRule) }
         let logger = Logger(label: "ledger.recover")
         let (verifiers, clients) = try providers.loadWithClients(logger: logger)
+        let questions = ProviderQuestions(clients: clients, verifiers: verifiers, logger: logger)
         let (orderId, dryRun) = (orderId, dryRun)
         let outcome: Recovery = try await database.withLedger { opened in
             guard let order = try await opened.ledger.order(orderId) else { return .notAsked("the ledger has never seen order \(orderId)") }
-            let asked: Asked
-            switch order.provider {
-            case .appStore: asked = await Self.askAppStore(about: order, clients: clients, verifiers: verifiers, logger: logger)
-            case .alipay: asked = await Self.askAlipay(about: order, clients: clients, verifiers: verifiers, logger: logger)
-            case .wechatPay: asked = await Self.askWeChatPay(about: order, clients: clients, verifiers: verifiers, logger: logger)
-            default:
-                return .notAsked("order \(orderId) is paid with \(order.provider.rawValue): there is no provider to ask")
+            announce("asking \(order.provider.rawValue) about order \(orderId)")
+            let message: ProviderMessage
+            switch await questions.ask(about: order, now: Date()) {
+            case .answered(let answer, let said):
+                announce(said)
+                message = answer
+            case .nothingToRecord(let reason): return .notAsked(reason)
+            case .unreachable(let reason): return .unreachable(reason)
+            case .configuration(let reason): return .configuration(reason)
             }
-            guard case .answered(let message, let said) = asked else {
-                if case .not(let outcome) = asked { return outcome }
-                return .notAsked("nothing asked")
-            }
-            announce(said)
             guard !dryRun else {
                 return .answered("dry run: would record provider.notified (\(message.fact.notificationId)) and what follows; recorded nothing")
             }
@@ -84,119 +82,6 @@ struct RecoverCommand: AsyncParsableCommand {
             try? FileHandle.standardError.write(contentsOf: Data("Error: \(text)\n".utf8))
             throw ExitCode(78)
         }
-    }
-
-    /// What asking came to: a verified answer to record (and how to say it), or why there is none.
-    enum Asked: Sendable {
-        case answered(ProviderMessage, said: String)
-        case not(Recovery)
-    }
-
-    /// Apple, by the order's transaction id (Get Transaction Info; Production, then Sandbox).
-    static func askAppStore(about order: Order, clients: ProviderClients, verifiers: ProviderVerifiers, logger: Logger) async -> Asked {
-        guard let api = clients.appStore, let verifier = verifiers.appStore else {
-            return .not(.configuration("the App Store is not configured for asking: --providers-config needs appStore.trustedRoots and appStore.serverAPI"))
-        }
-        guard let transactionId = order.transactionId else {
-            return .not(.notAsked("order \(order.orderId) has no transaction id yet; Apple is asked by transaction id (finding an order by its appAccountToken, through Apple's notification history, is not built yet)"))
-        }
-        announce("asking the App Store about transaction \(transactionId) of order \(order.orderId)")
-        let signed: String, environment: AppStoreServerEnvironment
-        do throws(AppStoreServerAPIError) {
-            (signed, environment) = try await api.transactionInfo(transactionId)
-        } catch {
-            switch error {
-            case .configuration: return .not(.configuration(error.description))
-            case .unavailable: return .not(.unreachable(error.description))
-            default: return .not(.notAsked(error.description))
-            }
-        }
-        let transaction: AppStoreTransaction
-        do {
-            transaction = try await verifier.verifyTransaction(signed, now: Date())
-        } catch {
-            logger.warning("security: the App Store's answer did not verify; nothing recorded", metadata: [
-                "order": "\(order.orderId)", "transaction": "\(transactionId)", "reason": "\(error)",
-            ])
-            return .not(.notAsked("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded"))
-        }
-        let message = transaction.queriedMessage
-        let said = "\(environment.rawValue) answered: \(message.fact.effect.rawValue), product \(transaction.productId)"
-            + (message.fact.amount.map { ", \($0.formatted)" } ?? "") + ", signed \(RFC3339.format(transaction.signedDate))"
-        return .answered(message, said: said)
-    }
-
-    /// Alipay, by our order id (`alipay.trade.query` with `out_trade_no`).
-    static func askAlipay(about order: Order, clients: ProviderClients, verifiers: ProviderVerifiers, logger: Logger) async -> Asked {
-        guard let gateway = clients.alipay, let verifier = verifiers.alipay else {
-            return .not(.configuration("Alipay is not configured for asking: --providers-config needs alipay (appId, Alipay's public key) and alipay.query"))
-        }
-        announce("asking Alipay (alipay.trade.query) about order \(order.orderId)")
-        let body: [UInt8]
-        do throws(ProviderClientError) {
-            body = try await gateway.tradeQuery(orderId: order.orderId)
-        } catch {
-            switch error {
-            case .configuration: return .not(.configuration(error.description))
-            case .unavailable: return .not(.unreachable("Alipay " + error.description))
-            case .unexpected: return .not(.notAsked("Alipay answered " + error.description))
-            }
-        }
-        let answer: AlipayTradeQueryAnswer
-        do throws(AlipayVerificationError) {
-            answer = try verifier.verifyQueryAnswer(body, orderId: order.orderId)
-        } catch {
-            if case .queryFailed = error { return .not(.notAsked("Alipay refused the query: \(error)")) }
-            logger.warning("security: Alipay's answer did not verify; nothing recorded", metadata: [
-                "order": "\(order.orderId)", "reason": "\(error)",
-            ])
-            return .not(.notAsked("Alipay's answer did not verify: \(error); nothing recorded"))
-        }
-        guard case .trade(let trade) = answer else {
-            return .not(.notAsked("Alipay has no trade for order \(order.orderId) yet (ACQ.TRADE_NOT_EXIST): not paid, or not yet; ask again later"))
-        }
-        let message = trade.message(receivedAt: Date())
-        return .answered(message, said: "Alipay answered: \(trade.tradeStatus.rawValue), trade \(trade.tradeNo), \(trade.totalAmount.formatted)")
-    }
-
-    /// WeChat Pay, by our order id (the order query by `out_trade_no`).
-    static func askWeChatPay(about order: Order, clients: ProviderClients, verifiers: ProviderVerifiers, logger: Logger) async -> Asked {
-        guard let api = clients.wechatPay, let verifier = verifiers.wechatPay else {
-            return .not(.configuration("WeChat Pay is not configured for asking: --providers-config needs wechatPay (platform keys) and wechatPay.query"))
-        }
-        announce("asking WeChat Pay (order query) about order \(order.orderId)")
-        let answer: (status: Int, headers: WeChatPayHeaders?, body: [UInt8])
-        do throws(ProviderClientError) {
-            answer = try await api.queryOrder(order.orderId)
-        } catch {
-            switch error {
-            case .configuration: return .not(.configuration(error.description))
-            case .unavailable: return .not(.unreachable("WeChat Pay " + error.description))
-            case .unexpected: return .not(.notAsked("WeChat Pay answered " + error.description))
-            }
-        }
-        let verified: WeChatPayQueryAnswer
-        do throws(WeChatPayVerificationError) {
-            verified = try verifier.verifyQueryAnswer(
-                status: answer.status, headers: answer.headers, body: answer.body, orderId: order.orderId, now: Date())
-        } catch {
-            if case .queryFailed(let status, let code, _) = error {
-                // WeChat Pay could not check our signature: the merchant key or its serial is wrong.
-                if status == 401 || code == "SIGN_ERROR" { return .not(.configuration("WeChat Pay refused the request: \(error)")) }
-                return .not(.notAsked("WeChat Pay refused the query: \(error)"))
-            }
-            logger.warning("security: WeChat Pay's answer did not verify; nothing recorded", metadata: [
-                "order": "\(order.orderId)", "reason": "\(error)",
-            ])
-            return .not(.notAsked("WeChat Pay's answer did not verify: \(error); nothing recorded"))
-        }
-        guard case .trade(let trade) = verified else {
-            return .not(.notAsked("WeChat Pay has no order \(order.orderId) (ORDER_NOT_EXIST): never placed, or not yet; ask again later"))
-        }
-        guard let message = trade.message(receivedAt: Date()) else {
-            return .not(.notAsked("WeChat Pay answered \(trade.tradeState.rawValue): not paid yet, nothing to record; ask again later"))
-        }
-        return .answered(message, said: "WeChat Pay answered: \(trade.tradeState.rawValue), transaction \(trade.transactionId ?? "-"), \(trade.amount.formatted)")
     }
 
     enum Recovery: Sendable {
