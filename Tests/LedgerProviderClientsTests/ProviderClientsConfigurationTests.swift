@@ -54,4 +54,29 @@ struct ProviderClientsConfigurationTests {
             #expect("\(error)".contains("appStore.serverAPI.bundleId"), "\(error)")
         }
     }
+
+    @Test func alipayAndWeChatPayQuerySectionsNameTheirFields() throws {
+        let alipay = { (query: String) in
+            #"{"alipay": {"appId": "2021", "publicKey": "MIIB", "query": \#(query)}}"#
+        }
+        let wechat = { (query: String) in
+            #"{"wechatPay": {"merchantId": "1900000001", "apiV3Key": "0123456789abcdefABCDEF0123456789", "platformKeys": [], "query": \#(query)}}"#
+        }
+        let key = try FakeAlipayGateway().appPrivateKeyPEM
+        #expect(try load(alipay(#"{"appPrivateKeyPath": "app.pem"}"#), files: ["app.pem": key]).alipay != nil)
+        #expect(try load(wechat(#"{"merchantPrivateKeyPath": "m.pem", "merchantCertificateSerial": "S"}"#), files: ["m.pem": key]).wechatPay != nil)
+        for (json, field) in [
+            (alipay(#"{"appPrivateKeyPath": "missing.pem"}"#), "alipay.query.appPrivateKeyPath"),
+            (alipay(#"{"appPrivateKeyPath": "app.pem", "gatewayURL": "gateway"}"#), "alipay.query.gatewayURL"),
+            (wechat(#"{"merchantPrivateKeyPath": "bad.pem", "merchantCertificateSerial": "S"}"#), "wechatPay.query.merchantPrivateKeyPath"),
+            (wechat(#"{"merchantPrivateKeyPath": "m.pem", "serial": "S"}"#), "wechatPay.query.serial"),
+        ] {
+            do {
+                _ = try load(json, files: ["app.pem": key, "m.pem": key, "bad.pem": "not a key"])
+                Issue.record("loaded: \(json)")
+            } catch {
+                #expect("\(error)".contains(field), "\(error)")
+            }
+        }
+    }
 }
