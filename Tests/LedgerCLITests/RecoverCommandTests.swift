@@ -86,6 +86,20 @@ struct RecoverCommandTests {
                 let unknown = try await recover("lost-3")
                 #expect(unknown.status == 1 && unknown.stdout.contains("Apple knows no transaction 2000000000000103"), "\(unknown.stdout)")
 
+                // Every order finance lists as lost, asked in one run: the answered one is not recorded twice, the
+                // forged and the unknown ones record nothing, and the run succeeds.
+                let lost = try await LedgerBinary.run(
+                    ["recover", "--lost", "--older-than", "0s", "--providers-config", providers], databaseURL: url)
+                #expect(lost.status == 0, "\(lost.stdout)\(lost.stderr)")
+                for expected in ["order lost-1 (lost_order):", "already recorded", "order lost-2 (lost_order):", "did not verify",
+                                 "order lost-3 (lost_order):", "Apple knows no transaction 2000000000000103"] {
+                    #expect(lost.stdout.contains(expected), "\(expected): \(lost.stdout)")
+                }
+                #expect(try await ledger.history("lost-1")?.entries.count == history.entries.count)
+                for usage in [["recover"], ["recover", "--order", "lost-1", "--lost"], ["recover", "--order", "lost-1", "--older-than", "1m"]] {
+                    #expect(try await LedgerBinary.run(usage + ["--providers-config", providers], databaseURL: url).status == 64, "\(usage)")
+                }
+
                 // A key Apple does not know: said as a configuration error, exit 78.
                 let otherKey = try Self.configuration(
                     in: directory, messages: messages, apple: apple, base: base, keyPEM: FakeAppStoreServerAPI().privateKeyPEM).path
