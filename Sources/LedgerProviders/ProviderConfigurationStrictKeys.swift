@@ -21,6 +21,17 @@ extension Decoder {
     }
 }
 
+extension KeyedDecodingContainer {
+    /// An optional base URL of a provider's API: http or https (a test's stand-in listens on plain http).
+    func decodeHTTPURLIfPresent(forKey key: Key) throws -> String? {
+        let url = try decodeIfPresent(String.self, forKey: key)
+        if let url, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must be an http(s) URL")
+        }
+        return url
+    }
+}
+
 extension ProviderConfiguration {
     enum CodingKeys: String, CodingKey, CaseIterable { case appStore, alipay, wechatPay }
 
@@ -63,13 +74,8 @@ extension ProviderConfiguration.ServerAPI {
         issuerId = try container.decode(String.self, forKey: .issuerId)
         privateKeyPath = try container.decode(String.self, forKey: .privateKeyPath)
         bundleId = try container.decodeIfPresent(String.self, forKey: .bundleId)
-        productionURL = try container.decodeIfPresent(String.self, forKey: .productionURL)
-        sandboxURL = try container.decodeIfPresent(String.self, forKey: .sandboxURL)
-        for (key, url) in [(CodingKeys.productionURL, productionURL), (.sandboxURL, sandboxURL)] {
-            if let url, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
-                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "must be an http(s) URL")
-            }
-        }
+        productionURL = try container.decodeHTTPURLIfPresent(forKey: .productionURL)
+        sandboxURL = try container.decodeHTTPURLIfPresent(forKey: .sandboxURL)
     }
 }
 
@@ -129,10 +135,7 @@ extension ProviderConfiguration.AlipayQuery {
         try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
         let container = try decoder.container(keyedBy: CodingKeys.self)
         appPrivateKeyPath = try container.decode(String.self, forKey: .appPrivateKeyPath)
-        gatewayURL = try container.decodeIfPresent(String.self, forKey: .gatewayURL)
-        if let url = gatewayURL, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
-            throw DecodingError.dataCorruptedError(forKey: .gatewayURL, in: container, debugDescription: "must be an http(s) URL")
-        }
+        gatewayURL = try container.decodeHTTPURLIfPresent(forKey: .gatewayURL)
     }
 }
 
@@ -162,10 +165,7 @@ extension ProviderConfiguration.WeChatPayQuery {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         merchantPrivateKeyPath = try container.decode(String.self, forKey: .merchantPrivateKeyPath)
         merchantCertificateSerial = try container.decode(String.self, forKey: .merchantCertificateSerial)
-        baseURL = try container.decodeIfPresent(String.self, forKey: .baseURL)
-        if let url = baseURL, URL(string: url)?.scheme.map({ ["http", "https"].contains($0) }) != true {
-            throw DecodingError.dataCorruptedError(forKey: .baseURL, in: container, debugDescription: "must be an http(s) URL")
-        }
+        baseURL = try container.decodeHTTPURLIfPresent(forKey: .baseURL)
     }
 }
 
