@@ -47,6 +47,7 @@ let package = Package(
                 .embedInCode("011_refusals_by_order.sql"),
                 .embedInCode("012_refused_provider_facts.sql"),
                 .embedInCode("013_token_rotation.sql"),
+                .embedInCode("014_recovery.sql"),
             ]
         ),
         .target(
@@ -71,7 +72,7 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerProviders", "LedgerConsole",
+                "LedgerCore", "LedgerPostgres", "LedgerProviders", "LedgerRecovery", "LedgerConsole",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -109,10 +110,20 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Recovers lost orders (补单): the schedule's rounds and a person's question, asking through
+        // LedgerProviderClients and recording through LedgerPostgres's front door.
+        .target(
+            name: "LedgerRecovery",
+            dependencies: [
+                "LedgerCore", "LedgerPostgres", "LedgerProviders", "LedgerProviderClients",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         .executableTarget(
             name: "ledger",
             dependencies: [
-                "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerProviders", "LedgerProviderClients",
+                "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerProviders", "LedgerProviderClients", "LedgerRecovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -143,6 +154,14 @@ let package = Package(
             dependencies: [
                 "LedgerProviderClients", "LedgerProviders", "LedgerCore", "ProviderTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "LedgerRecoveryTests",
+            dependencies: [
+                "LedgerRecovery", "LedgerPostgres", "LedgerProviderClients", "LedgerProviders", "LedgerCore",
+                "LedgerTestSupport", "ProviderTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -15,5 +15,6 @@ public enum LedgerSchema {
         ("011_refusals_by_order.sql", String(decoding: PackageResources._11_refusals_by_order_sql, as: UTF8.self)),
         ("012_refused_provider_facts.sql", String(decoding: PackageResources._12_refused_provider_facts_sql, as: UTF8.self)),
         ("013_token_rotation.sql", String(decoding: PackageResources._13_token_rotation_sql, as: UTF8.self)),
+        ("014_recovery.sql", String(decoding: PackageResources._14_recovery_sql, as: UTF8.self)),
     ]
 }

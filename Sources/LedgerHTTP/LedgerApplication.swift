@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import LedgerPostgres
 import LedgerProviders
+import LedgerRecovery
 import Logging
 import NIOCore
 
@@ -11,9 +12,10 @@ public enum LedgerApplication {
     /// The router alone: what tests drive and what `serve` runs.
     /// `providers` enables the providers' notification endpoints and signed-transaction receipts (none by default).
     /// `replicas` serve the reads that may lag (`ReadSource`); none: every read is the primary's.
+    /// `recoverer` asks providers about an order on support's request (`POST /v1/orders/{id}/recover`); none: 501.
     public static func router(
         database: LedgerDatabase, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
-        replicas: ReadReplicas? = nil
+        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil
     ) -> Router<LedgerRequestContext> {
         let ledger = database.ledger
         let router = Router(context: LedgerRequestContext.self)
@@ -30,13 +32,16 @@ public enum LedgerApplication {
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
         let reads = ReadSource(primary: ledger, replicas: replicas)
-        OrderRoutes(ledger: ledger, reads: reads, metrics: metrics, appStore: providers.appStore).register(writers: writers, readers: readers)
+        OrderRoutes(ledger: ledger, reads: reads, recovery: database.recovery, metrics: metrics, appStore: providers.appStore)
+            .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(finance: database.finance).register(finance: finance)
         let admins = router.group("v1").add(middleware: RequireScope(scope: .tokensAdmin, tokens: tokens))
         TokenRoutes(operations: database.operations).register(admins: admins)
+        let recoverers = router.group("v1").add(middleware: RequireScope(scope: .ordersRecover, tokens: tokens))
+        RecoveryRoutes(recoverer: recoverer).register(recoverers: recoverers)
         return router
     }
 
@@ -55,11 +60,11 @@ public enum LedgerApplication {
     /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).
     public static func make(
         database: LedgerDatabase, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
-        replicas: ReadReplicas? = nil, idleTimeout: Duration? = defaultIdleTimeout,
+        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil, idleTimeout: Duration? = defaultIdleTimeout,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(database: database, providers: providers, replicas: replicas),
+            router: router(database: database, providers: providers, replicas: replicas, recoverer: recoverer),
             server: server(idleTimeout: idleTimeout),
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

@@ -11,6 +11,8 @@ struct OrderRoutes {
     let ledger: Ledger
     /// Where the reads go: a replica when one is usable (`ReadSource`).
     let reads: ReadSource
+    /// The order's place on the recovery schedule, shown with the order (always the primary's).
+    let recovery: RecoverySchedule
     let metrics: LedgerMetrics
     /// Verifies StoreKit 2 signed transactions posted on `receipt.received`; nil when the App Store is not configured.
     let appStore: AppStoreJWSVerifier?
@@ -45,9 +47,12 @@ struct OrderRoutes {
 
     @Sendable func order(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.pathId("orderId")
+        let recovery = self.recovery
         return try await reads.serve(request) { ledger in
             guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
-            return JSONResponse.make(status: .ok, body: order.json)
+            guard case .object(var fields) = order.json else { return JSONResponse.make(status: .ok, body: order.json) }
+            fields["recovery"] = try await recovery.entry(orderId)?.json ?? .null
+            return JSONResponse.make(status: .ok, body: .object(fields))
         }
     }
 

@@ -7,19 +7,24 @@ import Logging
 public enum ProviderAnswer: Sendable {
     /// A verified answer to record (`Ledger.recordProviderMessage`), and how to say it to a person.
     case answered(ProviderMessage, said: String)
-    /// Asked, or not askable, and nothing to record: not paid yet, unknown to the provider, an answer that did not
-    /// verify (logged as a security event), or no way to ask this order. Says why.
-    case nothingToRecord(String)
-    /// No answer, a 5xx, or still rate limited: ask again later.
-    case unreachable(String)
-    /// The provider could not check our signature, or the ledger is not configured to ask it: fix the configuration.
-    case configuration(String)
+    /// Nothing to record, and why (`outcome`: not paid yet, no way to ask, an answer that did not verify — logged as a
+    /// security event —, no answer, a configuration to fix), in words; `words` is the provider's own answer, verbatim,
+    /// when it gave one.
+    case nothing(RecoveryOutcome, said: String, words: String? = nil)
+
+    static func notYet(_ said: String, words: [UInt8]? = nil) -> ProviderAnswer {
+        .nothing(.notYet, said: said, words: words.map { String(decoding: $0.prefix(4096), as: UTF8.self) })
+    }
+    static func notAskable(_ said: String) -> ProviderAnswer { .nothing(.notAskable, said: said) }
+    static func unverified(_ said: String) -> ProviderAnswer { .nothing(.unverified, said: said) }
+    static func unreachable(_ said: String) -> ProviderAnswer { .nothing(.unreachable, said: said) }
+    static func configuration(_ said: String) -> ProviderAnswer { .nothing(.configuration, said: said) }
 }
 
 /// Asks an order's provider about its payment, with the clients and verifiers a providers file enables: the App
 /// Store by the order's transaction id (Get Transaction Info; Production, then Sandbox); Alipay
 /// (`alipay.trade.query`) and WeChat Pay (the order query) by our order id. Only an answer whose provider signature
-/// verifies becomes a message to record. Shared by `ledger recover`, and by the schedule that will ask by itself.
+/// verifies becomes a message to record. Shared by every way of asking (`LedgerRecovery`).
 public struct ProviderQuestions: Sendable {
     let clients: ProviderClients
     let verifiers: ProviderVerifiers
@@ -31,14 +36,24 @@ public struct ProviderQuestions: Sendable {
         self.logger = logger
     }
 
+    /// The providers that can be asked: a client and a verifier for its answers are both configured.
+    public var askable: [Provider] {
+        (clients.appStore != nil && verifiers.appStore != nil ? [.appStore] : [])
+            + (clients.alipay != nil && verifiers.alipay != nil ? [.alipay] : [])
+            + (clients.wechatPay != nil && verifiers.wechatPay != nil ? [.wechatPay] : [])
+    }
+
     public func ask(about order: Order, now: Date) async -> ProviderAnswer {
         switch order.provider {
         case .appStore: await askAppStore(about: order, now: now)
         case .alipay: await askAlipay(about: order, now: now)
         case .wechatPay: await askWeChatPay(about: order, now: now)
-        default: .nothingToRecord("order \(order.orderId) is paid with \(order.provider.rawValue): there is no provider to ask")
+        default: .notAskable("order \(order.orderId) is paid with \(order.provider.rawValue): there is no provider to ask")
         }
     }
+
+    /// Alipay's sub-codes that mean our request itself is wrong (its signature, the app id, the key's rights).
+    static let alipayConfigurationCodes = ["invalid-signature", "missing-signature", "invalid-app-id", "insufficient-isv-permissions"]
 
     /// Apple, by the order's transaction id (Get Transaction Info; Production, then Sandbox).
     func askAppStore(about order: Order, now: Date) async -> ProviderAnswer {
@@ -46,7 +61,7 @@ public struct ProviderQuestions: Sendable {
             return .configuration("the App Store is not configured for asking: --providers-config needs appStore.trustedRoots and appStore.serverAPI")
         }
         guard let transactionId = order.transactionId else {
-            return .nothingToRecord("order \(order.orderId) has no transaction id yet; Apple is asked by transaction id (finding an order by its appAccountToken, through Apple's notification history, is not built yet)")
+            return .notAskable("order \(order.orderId) has no transaction id yet; Apple is asked by transaction id (an order known only by its appAccountToken is found by the sweep of Apple's notification history)")
         }
         let signed: String, environment: AppStoreServerEnvironment
         do throws(AppStoreServerAPIError) {
@@ -54,8 +69,9 @@ public struct ProviderQuestions: Sendable {
         } catch {
             switch error {
             case .configuration: return .configuration(error.description)
-            case .unavailable: return .unreachable(error.description)
-            default: return .nothingToRecord(error.description)
+            case .unavailable, .unexpected, .malformedAnswer: return .unreachable(error.description)
+            case .transactionNotFound: return .notYet(error.description)
+            case .invalidTransactionId: return .notAskable(error.description)
             }
         }
         let transaction: AppStoreTransaction
@@ -65,7 +81,7 @@ public struct ProviderQuestions: Sendable {
             logger.warning("security: the App Store's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "transaction": "\(transactionId)", "reason": "\(error)",
             ])
-            return .nothingToRecord("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded")
+            return .unverified("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded")
         }
         let message = transaction.queriedMessage
         let said = "\(environment.rawValue) answered: \(message.fact.effect.rawValue), product \(transaction.productId)"
@@ -84,22 +100,27 @@ public struct ProviderQuestions: Sendable {
         } catch {
             switch error {
             case .configuration: return .configuration(error.description)
-            case .unavailable: return .unreachable("Alipay " + error.description)
-            case .unexpected: return .nothingToRecord("Alipay answered " + error.description)
+            case .unavailable, .unexpected: return .unreachable("Alipay " + error.description)
             }
         }
         let answer: AlipayTradeQueryAnswer
         do throws(AlipayVerificationError) {
             answer = try verifier.verifyQueryAnswer(body, orderId: order.orderId)
         } catch {
-            if case .queryFailed = error { return .nothingToRecord("Alipay refused the query: \(error)") }
+            if case .queryFailed(_, let subCode, _) = error {
+                // Alipay could not check our signature or does not know the app: fix the configuration.
+                if Self.alipayConfigurationCodes.contains(where: subCode.contains) {
+                    return .configuration("Alipay refused the query: \(error)")
+                }
+                return .notYet("Alipay refused the query: \(error)", words: body)
+            }
             logger.warning("security: Alipay's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "reason": "\(error)",
             ])
-            return .nothingToRecord("Alipay's answer did not verify: \(error); nothing recorded")
+            return .unverified("Alipay's answer did not verify: \(error); nothing recorded")
         }
         guard case .trade(let trade) = answer else {
-            return .nothingToRecord("Alipay has no trade for order \(order.orderId) yet (ACQ.TRADE_NOT_EXIST): not paid, or not yet; ask again later")
+            return .notYet("Alipay has no trade for order \(order.orderId) yet (ACQ.TRADE_NOT_EXIST): not paid, or not yet; ask again later", words: body)
         }
         let message = trade.message(receivedAt: now)
         return .answered(message, said: "Alipay answered: \(trade.tradeStatus.rawValue), trade \(trade.tradeNo), \(trade.totalAmount.formatted)")
@@ -116,8 +137,7 @@ public struct ProviderQuestions: Sendable {
         } catch {
             switch error {
             case .configuration: return .configuration(error.description)
-            case .unavailable: return .unreachable("WeChat Pay " + error.description)
-            case .unexpected: return .nothingToRecord("WeChat Pay answered " + error.description)
+            case .unavailable, .unexpected: return .unreachable("WeChat Pay " + error.description)
             }
         }
         let verified: WeChatPayQueryAnswer
@@ -128,18 +148,18 @@ public struct ProviderQuestions: Sendable {
             if case .queryFailed(let status, let code, _) = error {
                 // WeChat Pay could not check our signature: the merchant key or its serial is wrong.
                 if status == 401 || code == "SIGN_ERROR" { return .configuration("WeChat Pay refused the request: \(error)") }
-                return .nothingToRecord("WeChat Pay refused the query: \(error)")
+                return .notYet("WeChat Pay refused the query: \(error)", words: answer.body)
             }
             logger.warning("security: WeChat Pay's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "reason": "\(error)",
             ])
-            return .nothingToRecord("WeChat Pay's answer did not verify: \(error); nothing recorded")
+            return .unverified("WeChat Pay's answer did not verify: \(error); nothing recorded")
         }
         guard case .trade(let trade) = verified else {
-            return .nothingToRecord("WeChat Pay has no order \(order.orderId) (ORDER_NOT_EXIST): never placed, or not yet; ask again later")
+            return .notYet("WeChat Pay has no order \(order.orderId) (ORDER_NOT_EXIST): never placed, or not yet; ask again later", words: answer.body)
         }
         guard let message = trade.message(receivedAt: now) else {
-            return .nothingToRecord("WeChat Pay answered \(trade.tradeState.rawValue): not paid yet, nothing to record; ask again later")
+            return .notYet("WeChat Pay answered \(trade.tradeState.rawValue): not paid yet, nothing to record; ask again later", words: answer.body)
         }
         return .answered(message, said: "WeChat Pay answered: \(trade.tradeState.rawValue), transaction \(trade.transactionId ?? "-"), \(trade.amount.formatted)")
     }

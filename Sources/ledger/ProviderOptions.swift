@@ -29,12 +29,15 @@ struct ProviderOptions: ParsableArguments {
         return verifiers
     }
 
-    /// The verifiers and the outbound clients (`ledger recover`) the file enables; none without a file.
-    func loadWithClients(logger: Logger) throws -> (ProviderVerifiers, ProviderClients) {
+    /// The verifiers, and the questions the outbound clients the file enables can ask (recovery); none without a file.
+    func loadWithQuestions(logger: Logger) throws -> (ProviderVerifiers, ProviderQuestions) {
         let verifiers = try load(logger: logger)
-        guard let path = resolvedPath else { return (verifiers, ProviderClients()) }
-        do { return (verifiers, try ProviderClients.load(configurationFile: path)) } catch {
-            throw ValidationError("--providers-config \(path): \(error)")
+        var clients = ProviderClients()
+        if let path = resolvedPath {
+            do { clients = try ProviderClients.load(configurationFile: path) } catch {
+                throw ValidationError("--providers-config \(path): \(error)")
+            }
         }
+        return (verifiers, ProviderQuestions(clients: clients, verifiers: verifiers, logger: logger))
     }
 }

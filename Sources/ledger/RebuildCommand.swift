@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerCore
 import LedgerPostgres
 
 /// `ledger rebuild`: rebuilds the projections from the event log and swaps them in (see `ProjectionRebuild`).
@@ -52,9 +53,3 @@ final class ProgressMeter: @unchecked Sendable {
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -4,17 +4,19 @@ import LedgerCore
 import LedgerPostgres
 import LedgerProviderClients
 import LedgerProviders
+import LedgerRecovery
 import Logging
 
-/// `ledger recover --order ID` (or `--lost`: every order finance lists as lost): asks the order's provider what became of its payment (补单) and records the signed
-/// answer, exactly as a delivered notification is recorded: `provider.notified` (actor `provider:app_store`, the
-/// answer verbatim as evidence), then what it leads to (`ProviderFollowUp`). Idempotent: asking again records
-/// nothing new until the provider's answer changes.
+/// `ledger recover --order ID` (or `--lost`: every order finance lists as lost): asks the order's provider what
+/// became of its payment (补单) now, and records the signed answer exactly as a delivered notification is recorded:
+/// `provider.notified` (actor `provider:app_store`, the answer verbatim as evidence), then what it leads to
+/// (`ProviderFollowUp`). Idempotent: asking again records nothing new until the provider's answer changes. The
+/// question is an attempt on the recovery schedule (`Recoverer.askNow`): recorded with the others, never asked while
+/// a `serve` node is asking about the same order, and an order not answered stays on the schedule, which `serve`
+/// asks again by itself (`--recovery-interval`).
 ///
 /// Asked: the App Store, for an order whose transaction id is known (Get Transaction Info; Production, then Sandbox);
-/// Alipay (`alipay.trade.query`) and WeChat Pay (the order query), by our order id. Not yet: the App Store's
-/// notification-history sweep (an order known only by its appAccountToken) and the schedule that asks by itself;
-/// the command says so rather than guess.
+/// Alipay (`alipay.trade.query`) and WeChat Pay (the order query), by our order id.
 ///
 /// Exit status: 0 asked and answered (with `--lost`: every order asked, whatever it answered); 1 one order not asked
 /// or nothing to record (said why); 69 a provider could not be reached, ask again later; 78 a provider's
@@ -51,12 +53,12 @@ struct RecoverCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = Logger(label: "ledger.recover")
-        let (verifiers, clients) = try providers.loadWithClients(logger: logger)
-        let questions = ProviderQuestions(clients: clients, verifiers: verifiers, logger: logger)
+        let (_, questions) = try providers.loadWithQuestions(logger: logger)
         let (orderId, dryRun, threshold) = (orderId, dryRun, olderThan.flatMap(ThresholdText.parse))
-        let outcomes: [Recovery] = try await database.withLedger { opened in
-            if let orderId { return [try await Self.recover(orderId, opened: opened, questions: questions, dryRun: dryRun)] }
-            var outcomes: [Recovery] = []
+        let reports: [RecoveryReport] = try await database.withLedger { opened in
+            let recoverer = Recoverer(database: opened, questions: questions, providers: questions.askable, logger: logger)
+            if let orderId { return [try await Self.recover(orderId, recoverer: recoverer, dryRun: dryRun)] }
+            var reports: [RecoveryReport] = []
             var seen = Set<String>()
             var cursor: AnomalyCursor?
             repeat {
@@ -64,67 +66,57 @@ struct RecoverCommand: AsyncParsableCommand {
                     kinds: Self.lostKinds, olderThan: threshold, limit: 100, after: cursor)
                 for anomaly in page.anomalies where seen.insert(anomaly.orderId).inserted {
                     announce("order \(anomaly.orderId) (\(anomaly.kind.rawValue)):")
-                    outcomes.append(try await Self.recover(anomaly.orderId, opened: opened, questions: questions, dryRun: dryRun))
-                    try Self.say(outcomes[outcomes.count - 1])
+                    let report = try await Self.recover(anomaly.orderId, recoverer: recoverer, dryRun: dryRun)
+                    try Self.say(report)
+                    reports.append(report)
                 }
                 cursor = page.nextCursor
             } while cursor != nil
             if seen.isEmpty { announce("no order is listed as \(Self.lostKinds.map(\.rawValue).joined(separator: " or "))") }
-            return outcomes
+            return reports
         }
-        if orderId != nil, let outcome = outcomes.first { try Self.say(outcome) }
+        if orderId != nil, let report = reports.first { try Self.say(report) }
         // One order: its own status. --lost: a provider that cannot be reached, or a configuration to fix, is the
         // run's status; an order with nothing to record yet is the normal case of a lost order.
-        if outcomes.contains(where: { if case .configuration = $0 { true } else { false } }) { throw ExitCode(78) }
-        if outcomes.contains(where: { if case .unreachable = $0 { true } else { false } }) { throw ExitCode(69) }
-        if orderId != nil, case .notAsked? = outcomes.first { throw ExitCode(1) }
+        let outcomes = reports.compactMap(\.outcome)
+        if outcomes.contains(.configuration) { throw ExitCode(78) }
+        if outcomes.contains(.unreachable) { throw ExitCode(69) }
+        if orderId != nil, reports.first?.outcome != .recovered { throw ExitCode(1) }
     }
 
     /// The anomaly kinds whose orders may have been paid without being credited: what `--lost` asks about.
     static let lostKinds: [AnomalyKind] = [.lostOrder, .stuckPayment]
 
-    /// Asks about one order and records a verified answer.
-    static func recover(_ orderId: String, opened: LedgerDatabase, questions: ProviderQuestions, dryRun: Bool) async throws -> Recovery {
-        guard let order = try await opened.ledger.order(orderId) else { return .notAsked("the ledger has never seen order \(orderId)") }
-        announce("asking \(order.provider.rawValue) about order \(orderId)")
-        let message: ProviderMessage
-        switch await questions.ask(about: order, now: Date()) {
-        case .answered(let answer, let said):
-            announce(said)
-            message = answer
-        case .nothingToRecord(let reason): return .notAsked(reason)
-        case .unreachable(let reason): return .unreachable(reason)
-        case .configuration(let reason): return .configuration(reason)
-        }
-        guard !dryRun else {
-            return .answered("dry run: would record provider.notified (\(message.fact.notificationId)) and what follows; recorded nothing")
-        }
-        switch try await opened.ledger.recordProviderMessage(message) {
-        case .recorded(let recordedOn, let followed, let refusal):
-            let events = (["provider.notified"] + followed.map(\.rawValue)).joined(separator: ", ")
-            return .answered("recorded on order \(recordedOn): \(events)" + (refusal.map { "; stopped short: \($0.message)" } ?? ""))
-        case .duplicate:
-            return .answered("already recorded: the provider's answer has not changed since it was last asked")
-        case .unmatched:
-            return .notAsked("the answer matches no order; kept for finance as unknown_provider_transaction")
-        case .refused(_, let field, let reason):
-            return .notAsked("the answer was kept but not applied (\(field): \(reason)); finance lists it")
-        }
+    /// Asks about one order, saying first whom it asks.
+    static func recover(_ orderId: String, recoverer: Recoverer, dryRun: Bool) async throws -> RecoveryReport {
+        announce("asking the provider of order \(orderId)")
+        return try await recoverer.askNow(orderId: orderId, askedBy: "cli", dryRun: dryRun)
     }
 
-    /// An outcome in words: what was recorded on standard output, a configuration error on standard error.
-    static func say(_ outcome: Recovery) throws {
-        switch outcome {
-        case .answered(let text), .notAsked(let text): try StandardOutput.line(text)
-        case .unreachable(let text): try StandardOutput.line(text + "; ask again later")
-        case .configuration(let text): try? FileHandle.standardError.write(contentsOf: Data("Error: \(text)\n".utf8))
+    /// A report in words: what was asked, answered and recorded on standard output; a configuration error on
+    /// standard error.
+    static func say(_ report: RecoveryReport) throws {
+        switch report {
+        case .asked(let attempt, let next):
+            if attempt.outcome == .configuration {
+                try? FileHandle.standardError.write(contentsOf: Data("Error: \(attempt.said)\n".utf8))
+                return
+            }
+            let when: String = switch next {
+            case .due(let date): "; asked again at \(RFC3339.format(date)) unless it is answered first"
+            case .ended(.unrecoverable): "; the schedule gives up: finance lists it as unrecoverable"
+            case .ended: ""
+            }
+            try StandardOutput.line("\(attempt.outcome.rawValue): \(attempt.said)" + (attempt.outcome == .unreachable ? "; ask again later" : "") + when)
+        case .dryRun(_, let outcome, let said):
+            if outcome == .configuration {
+                try? FileHandle.standardError.write(contentsOf: Data("Error: \(said)\n".utf8))
+                return
+            }
+            try StandardOutput.line("dry run: \(outcome.rawValue): \(said); recorded nothing")
+        case .settled(let orderId): try StandardOutput.line("order \(orderId) no longer needs asking")
+        case .busy(let orderId): try StandardOutput.line("another node is asking about order \(orderId) now; its answer will be on the order")
+        case .unknownOrder(let orderId): try StandardOutput.line("the ledger has never seen order \(orderId)")
         }
-    }
-
-    enum Recovery: Sendable {
-        case answered(String)
-        case notAsked(String)
-        case unreachable(String)
-        case configuration(String)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import LedgerHTTP
 import LedgerPostgres
+import LedgerRecovery
 import Logging
 import NIOCore
 import NIOPosix
@@ -24,6 +25,11 @@ struct ServeCommand: AsyncParsableCommand {
     var idleTimeout = 30
     @Option(name: .customLong("body-timeout"), help: "Seconds a request's body may take to arrive before it is answered 408.")
     var bodyTimeout = 30
+    @Option(name: .customLong("recovery-interval"), help: """
+        Seconds between rounds of the recovery schedule: orders that may be lost are asked about their provider (补单) \
+        when --providers-config has a query section (0: never; every node may run it, no order is asked by two).
+        """)
+    var recoveryInterval = 15
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -33,6 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard poolSize >= 1 else { throw ValidationError("--pool-size must be at least 1") }
         guard (0...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 0 to 86400 seconds") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds") }
+        guard (0...86_400).contains(recoveryInterval) else { throw ValidationError("--recovery-interval must be 0 to 86400 seconds") }
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
@@ -46,7 +53,7 @@ struct ServeCommand: AsyncParsableCommand {
         _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         CommandLogging.bootstrap(defaultLevel: .info)
         let logger = Logger(label: "ledger")
-        let verifiers = try providers.load(logger: logger)
+        let (verifiers, questions) = try providers.loadWithQuestions(logger: logger)
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
         let lock = try ServeLock.acquire(url: database.url)
         let (resolved, started) = try Database.resolve(url: database.url, poolSize: poolSize)
@@ -67,10 +74,12 @@ struct ServeCommand: AsyncParsableCommand {
         // The pool's sessions carry PostgreSQL's own limits; the owner's work above (migrations) has none.
         let ledger = try await resolved.serviceLedger(limits: serverLimits.limits, logger: logger)
         let replicas = try replicaOptions.replicas(primary: ledger, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
+        let recoverer = questions.askable.isEmpty
+            ? nil : Recoverer(database: ledger, questions: questions, providers: questions.askable, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
             database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
-            idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil
+            recoverer: recoverer, idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
@@ -85,6 +94,11 @@ struct ServeCommand: AsyncParsableCommand {
             let interval = Duration.seconds(sealInterval)
             let operations = ledger.operations
             loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, operations: operations, logger: logger) })
+        }
+        if let recoverer, recoveryInterval > 0 {
+            let interval = Duration.seconds(recoveryInterval)
+            logger.info("recovery: asking \(questions.askable.map(\.rawValue).joined(separator: ", ")) about orders that may be lost, every \(recoveryInterval) s")
+            loops.append(BackgroundLoop(name: "recovery") { await RecoveryRounds.run(every: interval, recoverer: recoverer, logger: logger) })
         }
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {

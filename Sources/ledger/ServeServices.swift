@@ -1,5 +1,6 @@
 import Hummingbird
 import LedgerPostgres
+import LedgerRecovery
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -113,6 +114,25 @@ enum DigestSealing {
             } catch {
                 // Reflecting: PostgresNIO's plain description of a server error hides its SQLSTATE and message.
                 logger.error("sealing the ledger digest failed: \(String(reflecting: error))")
+            }
+        }
+    }
+}
+
+/// Runs a round of the recovery schedule every `interval` while `serve` runs (`Recoverer.runRound`). Shutdown ends the
+/// wait, never a round under way: its questions are bounded by the providers' timeouts, and an attempt cut short by
+/// the shutdown limit loses nothing (its order's lease runs out and another node asks).
+enum RecoveryRounds {
+    static func run(every interval: Duration, recoverer: Recoverer, logger: Logger) async {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                let reports = try await recoverer.runRound()
+                if !reports.isEmpty { logger.debug("recovery: asked about \(reports.count) order(s)") }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("a round of the recovery schedule failed: \(String(reflecting: error))")
             }
         }
     }

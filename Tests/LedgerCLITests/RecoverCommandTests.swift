@@ -155,12 +155,20 @@ struct RecoverCommandTests {
                 #expect(notPaid.status == 1 && notPaid.stdout.contains("ACQ.TRADE_NOT_EXIST"), "\(notPaid.stdout)\(notPaid.stderr)")
                 #expect(try await ledger.history("ali-2")?.entries.count == 1)
 
-                // Signed with a key the gateway does not hold: Alipay refuses the request, nothing is recorded.
+                // Signed with a key the gateway does not hold: Alipay refuses the request, a configuration error;
+                // nothing is recorded.
                 let otherKey = try configuration(base, appKeyPEM: try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation)
                 let refused = try await LedgerBinary.run(["recover", "--order", "ali-2", "--providers-config", otherKey], databaseURL: url)
-                #expect(refused.status == 1 && refused.stdout.contains("isv.invalid-signature"), "\(refused.stdout)\(refused.stderr)")
+                #expect(refused.status == 78 && refused.stderr.contains("isv.invalid-signature"), "\(refused.stdout)\(refused.stderr)")
+
+                // Paid since: asked again, the trade is there, and the order is verified.
+                gateway.hold(orderId: "ali-2", tradeNo: "2026112522001400000000000002")
+                let rightKey = try configuration(base, appKeyPEM: gateway.appPrivateKeyPEM)
+                let paidLater = try await LedgerBinary.run(["recover", "--order", "ali-2", "--providers-config", rightKey], databaseURL: url)
+                #expect(paidLater.status == 0 && paidLater.stdout.contains("recorded on order ali-2"), "\(paidLater.stdout)\(paidLater.stderr)")
+                #expect(try await ledger.order("ali-2")?.state == .verified)
             }
-            #expect(gateway.requests == ["found ali-1", "not-exist ali-2", "invalid-signature ali-2"])
+            #expect(gateway.requests == ["found ali-1", "not-exist ali-2", "invalid-signature ali-2", "found ali-2"])
             let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
             #expect(verify.status == 0, "\(verify.stdout)")
         }

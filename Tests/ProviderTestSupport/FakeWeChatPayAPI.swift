@@ -17,6 +17,7 @@ public final class FakeWeChatPayAPI: Sendable {
     public let merchantSerial = "3775B6A45ACD588826D15E583A95F5DD00000001"
     private let orders = Mutex<[String: [String: JSONValue]]>([:])
     private let log = Mutex<[String]>([])
+    private let traffic = Mutex<(unavailable: Int, inFlight: Int, mostAtOnce: Int, delay: Duration)>((0, 0, 0, .zero))
 
     public init() throws {
         merchantKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
@@ -43,11 +44,27 @@ public final class FakeWeChatPayAPI: Sendable {
     /// Each request as "STATUS out_trade_no".
     public var requests: [String] { log.withLock { $0 } }
 
+    /// The next `count` queries are answered 500 `SYSTEM_ERROR` (signed, as WeChat Pay signs its errors).
+    public func failNext(_ count: Int) { traffic.withLock { $0.unavailable = count } }
+
+    /// Every answer waits `delay` first: questions that overlap are seen overlapping (`mostAtOnce`).
+    public func answerAfter(_ delay: Duration) { traffic.withLock { $0.delay = delay } }
+
+    /// The most queries being answered at one moment (a test that counts overlaps asks about one order).
+    public var mostAtOnce: Int { traffic.withLock { $0.mostAtOnce } }
+
     public func run<T: Sendable>(_ body: @Sendable @escaping (String) async throws -> T) async throws -> T {
         let router = Router()
         router.get("v3/pay/transactions/out-trade-no/{orderId}") { [self] request, context in
             let orderId = context.parameters.get("orderId") ?? ""
             let pathAndQuery = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+            let delay = traffic.withLock { traffic in
+                traffic.inFlight += 1
+                traffic.mostAtOnce = max(traffic.mostAtOnce, traffic.inFlight)
+                return traffic.delay
+            }
+            defer { traffic.withLock { $0.inFlight -= 1 } }
+            if delay > .zero { try await Task.sleep(for: delay) }
             let response = answer(orderId: orderId, mchid: request.uri.queryParameters.get("mchid"), pathAndQuery: pathAndQuery,
                                   authorization: request.headers[.authorization])
             log.withLock { $0.append("\(response.status.code) \(orderId)") }
@@ -61,6 +78,11 @@ public final class FakeWeChatPayAPI: Sendable {
         guard mchid == ProviderTestKit.merchantId, verifies(authorization, pathAndQuery: pathAndQuery) else {
             return signed(.unauthorized, ["code": "SIGN_ERROR", "message": "签名错误"])
         }
+        let unavailable = traffic.withLock { traffic in
+            defer { traffic.unavailable = max(0, traffic.unavailable - 1) }
+            return traffic.unavailable > 0
+        }
+        if unavailable { return signed(.internalServerError, ["code": "SYSTEM_ERROR", "message": "系统错误"]) }
         guard let order = orders.withLock({ $0[orderId] }) else {
             return signed(.notFound, ["code": "ORDER_NOT_EXIST", "message": "订单不存在"])
         }

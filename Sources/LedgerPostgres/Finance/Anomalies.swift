@@ -30,6 +30,10 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     /// A provider's verified message naming a value the event rules refuse (a malformed transaction id, a currency
     /// not in ISO form, an amount past the bound): kept verbatim, not applied to any order.
     case refusedProviderMessage = "refused_provider_message"
+    /// The recovery schedule asked the provider until it gave up (about 24 hours; `RecoveryPlan`), or the provider's
+    /// answer could not be applied: the last outcome says which. Listed once it ends, whatever `olderThan` says:
+    /// the schedule's times are its own clock's.
+    case unrecoverable
 
     /// A time in a detail's text written as every other time the ledger prints (RFC 3339, UTC, microseconds), not in
     /// PostgreSQL's own `2026-11-25 04:19:42.344671+00`.
@@ -44,7 +48,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         case .notFinished: .seconds(3600)
         case .stuckPayment: .seconds(86_400)
         case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant, .refundedAtProvider,
-             .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage: .zero
+             .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage, .unrecoverable: .zero
         }
     }
 
@@ -114,6 +118,15 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                            || coalesce(' (order ' || named_order_id || ' is not in the ledger)', ': no order has its appAccountToken or transaction'),
                        provider || ':' || notification_id
                 FROM provider_messages WHERE order_id IS NULL AND refused IS NULL AND recorded_at < now() - make_interval(secs => $1)
+                """
+        case .unrecoverable:
+            return """
+                SELECT r.order_id, o.account_id, o.state, r.ended_at,
+                       'asked ' || r.provider || ' ' || r.attempts || ' times since ' || \(Self.rfc3339("r.entered_at"))
+                           || ' (' || r.reason || '); last: ' || coalesce(r.last_outcome, '') || ': ' || coalesce(r.last_said, ''),
+                       r.order_id
+                FROM recovery_schedule r JOIN orders o USING (order_id)
+                WHERE r.status = 'unrecoverable' AND make_interval(secs => $1) IS NOT NULL
                 """
         case .refusedProviderMessage:
             return """

@@ -14,6 +14,8 @@ public enum Scope: String, Sendable, Hashable, CaseIterable, Comparable {
     case financeRead = "finance:read"
     /// Rotate tokens' secrets (`POST /v1/tokens/{name}/rotate`), for operators.
     case tokensAdmin = "tokens:admin"
+    /// Ask an order's provider now (`POST /v1/orders/{id}/recover`), for support.
+    case ordersRecover = "orders:recover"
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool {
         (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)  // every case is in allCases

@@ -1,0 +1,83 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerPostgres
+import LedgerRecovery
+
+/// `POST /v1/orders/{orderId}/recover` (scope `orders:recover`): support asks the order's provider now (补单), as
+/// `ledger recover --order` does. The answer says what was asked, what the provider answered and what was recorded,
+/// and where the order stands on the recovery schedule; the attempt is recorded under the token's name.
+/// 501 when no provider can be asked (no `--providers-config` with a query section), 409 `recovery_in_progress`
+/// while another node is asking about the order, 404 for an order the ledger has never seen.
+struct RecoveryRoutes {
+    typealias Context = LedgerRequestContext
+    let recoverer: Recoverer?
+
+    func register(recoverers: RouterGroup<Context>) {
+        recoverers.post("orders/{orderId}/recover", use: recover)
+    }
+
+    @Sendable func recover(_ request: Request, context: Context) async throws -> Response {
+        let orderId = try context.pathId("orderId")
+        guard let recoverer else {
+            throw APIError(.notImplemented, "not_configured", "no provider can be asked: serve needs --providers-config with a query section (docs/providers.md)")
+        }
+        switch try await recoverer.askNow(orderId: orderId, askedBy: "token:\(context.actor)") {
+        case .asked(let attempt, let next):
+            return JSONResponse.make(status: .ok, body: attempt.json(next: next))
+        case .busy:
+            throw APIError(.conflict, "recovery_in_progress", "another node is asking about order \(orderId) now; its answer will be on the order")
+        case .unknownOrder, .settled, .dryRun:
+            throw APIError.notFound("order \(orderId) is not in the ledger")
+        }
+    }
+}
+
+extension RecoveryAttempt {
+    /// One attempt as the API writes it.
+    var json: JSONValue {
+        .object([
+            "attempt": .int(Int64(attempt)),
+            "provider": .string(provider),
+            "askedBy": .string(askedBy),
+            "askedAt": .time(askedAt),
+            "durationMs": .int(Int64(durationMilliseconds)),
+            "outcome": .string(outcome.rawValue),
+            "said": .string(said),
+            "providerWords": .text(providerWords),
+            "recorded": .array(recorded.map(JSONValue.string)),
+        ])
+    }
+
+    /// The answer to `POST …/recover`: the attempt, and when the schedule asks next (null once it has ended).
+    func json(next: RecoveryEntry.Next) -> JSONValue {
+        guard case .object(var fields) = json else { return json }
+        fields["orderId"] = .string(orderId)
+        fields.merge(next.json) { $1 }
+        return .object(fields)
+    }
+}
+
+extension RecoveryEntry.Next {
+    var json: [String: JSONValue] {
+        switch self {
+        case .due(let date): ["status": .string(RecoveryStatus.pending.rawValue), "nextAttemptAt": .time(date)]
+        case .ended(let status): ["status": .string(status.rawValue), "nextAttemptAt": .null]
+        }
+    }
+}
+
+extension RecoveryEntry {
+    /// The order's place on the recovery schedule, in `GET /v1/orders/{id}`.
+    var json: JSONValue {
+        var fields: [String: JSONValue] = [
+            "reason": .string(reason.rawValue),
+            "enteredAt": .time(enteredAt),
+            "attemptCount": .int(Int64(attemptCount)),
+            "endedAt": .time(endedAt),
+            "attempts": .array(attempts.map(\.json)),
+        ]
+        fields.merge(next.json) { $1 }
+        return .object(fields)
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The recovery schedule's entry point (`LedgerDatabase.recovery`): the one owner of `recovery_schedule` and
+/// `recovery_attempts` (schema/014). It keeps the rows; `RecoveryPlan` (LedgerCore) says when to ask, and
+/// `LedgerRecovery` asks. Every time comes from the caller's clock, so a test runs a day of schedule in a second.
+///
+/// Two nodes never ask about one order at once: an order is asked about only under a lease, taken with `FOR UPDATE
+/// SKIP LOCKED` (or, for one order asked by a person, an upsert that takes it only when free), and given back with the
+/// attempt's outcome. A node killed mid-attempt loses nothing: its lease runs out and the order is due again.
+public struct RecoverySchedule: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Enters every order the rules say may be lost: a receipt unverified or a retryable verification failure for
+    /// `plan.receiptUnverifiedAfter`, a queued payment with nothing for `plan.paymentUnansweredAfter` — of a
+    /// `provider` the ledger can ask. An order that ended on the schedule enters again only once it has moved since.
+    /// Returns how many entered.
+    @discardableResult
+    public func enrol(now: Date, plan: RecoveryPlan, providers: [Provider]) async throws -> Int {
+        let receiptBefore = now.addingTimeInterval(-plan.receiptUnverifiedAfter.seconds)
+        let paymentBefore = now.addingTimeInterval(-plan.paymentUnansweredAfter.seconds)
+        let providers = providers.map(\.rawValue)
+        return try await count("""
+            INSERT INTO recovery_schedule (order_id, provider, reason, status, entered_at, order_version, next_attempt_at)
+            SELECT o.order_id, o.provider,
+                   CASE o.state WHEN 'payment_queued' THEN 'payment_unanswered'
+                                WHEN 'receipt_received' THEN 'receipt_unverified' ELSE 'verification_retryable' END,
+                   'pending', \(now), o.version, \(now)
+            FROM orders o
+            WHERE ((o.state IN ('receipt_received', 'verification_failed') AND o.updated_at <= \(receiptBefore))
+                   OR (o.state = 'payment_queued' AND o.updated_at <= \(paymentBefore)))
+              AND o.provider = ANY(\(providers))
+              AND NOT EXISTS (SELECT 1 FROM recovery_schedule r
+                              WHERE r.order_id = o.order_id AND (r.status = 'pending' OR r.order_version = o.version))
+            ON CONFLICT (order_id) DO UPDATE
+                SET reason = EXCLUDED.reason, status = 'pending', entered_at = EXCLUDED.entered_at,
+                    order_version = EXCLUDED.order_version, attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at,
+                    lease = NULL, leased_until = NULL, ended_at = NULL
+                WHERE recovery_schedule.status <> 'pending'
+            RETURNING 1
+            """)
+    }
+
+    /// Takes up to `limit` due orders for this node to ask about, oldest due first, each held for `plan.lease`.
+    /// Orders another node holds are skipped, never waited for.
+    public func claimDue(now: Date, plan: RecoveryPlan, limit: Int) async throws -> [RecoveryClaim] {
+        let lease = UUID()
+        let until = now.addingTimeInterval(plan.lease.seconds)
+        return try await claims(lease: lease, """
+            UPDATE recovery_schedule s SET lease = \(lease), leased_until = \(until)
+            FROM (SELECT order_id FROM recovery_schedule
+                  WHERE status = 'pending' AND next_attempt_at <= \(now) AND (leased_until IS NULL OR leased_until <= \(now))
+                  ORDER BY next_attempt_at LIMIT \(limit)
+                  FOR UPDATE SKIP LOCKED) due
+            WHERE s.order_id = due.order_id
+            RETURNING s.order_id, s.provider, s.reason, s.attempts
+            """)
+    }
+
+    /// Takes one order for a person's question (`ledger recover`, `POST /v1/orders/{id}/recover`), entering it on the
+    /// schedule if it is not there (reason `asked`) or has ended there. Nil when another node is asking about it now.
+    public func claim(_ order: Order, now: Date, plan: RecoveryPlan) async throws -> RecoveryClaim? {
+        let lease = UUID()
+        let until = now.addingTimeInterval(plan.lease.seconds)
+        return try await claims(lease: lease, """
+            INSERT INTO recovery_schedule (order_id, provider, reason, status, entered_at, order_version, next_attempt_at, lease, leased_until)
+            VALUES (\(order.orderId), \(order.provider.rawValue), 'asked', 'pending', \(now), \(order.version), \(now), \(lease), \(until))
+            ON CONFLICT (order_id) DO UPDATE
+                SET lease = EXCLUDED.lease, leased_until = EXCLUDED.leased_until,
+                    reason = CASE WHEN recovery_schedule.status = 'pending' THEN recovery_schedule.reason ELSE 'asked' END,
+                    attempts = CASE WHEN recovery_schedule.status = 'pending' THEN recovery_schedule.attempts ELSE 0 END,
+                    entered_at = CASE WHEN recovery_schedule.status = 'pending' THEN recovery_schedule.entered_at ELSE EXCLUDED.entered_at END,
+                    status = 'pending', ended_at = NULL
+                WHERE recovery_schedule.leased_until IS NULL OR recovery_schedule.leased_until <= \(now)
+            RETURNING order_id, provider, reason, attempts
+            """).first
+    }
+
+    /// Records the attempt and gives the order back: ended (`recovered`, `unrecoverable`) or due again as `plan` says,
+    /// counted from when it was asked.
+    /// Returns where the order stands. An attempt made under a lease that ran out (another node has the order now)
+    /// is still recorded; the schedule is left to that node.
+    @discardableResult
+    public func complete(_ claim: RecoveryClaim, attempt: RecoveryAttempt, plan: RecoveryPlan) async throws -> RecoveryEntry.Next {
+        let next: RecoveryEntry.Next =
+            if let ended = attempt.outcome.endsSchedule { .ended(ended) }
+            else if let due = plan.nextAttempt(afterAttempts: attempt.attempt, at: attempt.askedAt) { .due(due) }
+            else { .ended(.unrecoverable) }
+        let (status, due, ended): (RecoveryStatus, Date?, Date?) = switch next {
+        case .due(let date): (.pending, date, nil)
+        case .ended(let status): (status, nil, attempt.askedAt)
+        }
+        _ = try await count("""
+            WITH attempt AS (
+                INSERT INTO recovery_attempts (order_id, attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, recorded)
+                VALUES (\(attempt.orderId), \(attempt.attempt), \(attempt.provider), \(attempt.askedBy), \(attempt.askedAt),
+                        \(attempt.durationMilliseconds), \(attempt.outcome.rawValue), \(attempt.said), \(attempt.providerWords), \(attempt.recorded))
+            )
+            UPDATE recovery_schedule
+            SET attempts = \(attempt.attempt), last_attempt_at = \(attempt.askedAt), last_outcome = \(attempt.outcome.rawValue),
+                last_said = \(attempt.said), status = \(status.rawValue), next_attempt_at = coalesce(\(due), next_attempt_at),
+                ended_at = \(ended), lease = NULL, leased_until = NULL,
+                order_version = coalesce((SELECT version FROM orders WHERE order_id = \(claim.orderId)), order_version)
+            WHERE order_id = \(claim.orderId) AND lease = \(claim.lease)
+            RETURNING 1
+            """)
+        return next
+    }
+
+    /// Ends an order the schedule need not ask about any more: it moved on by itself (verified, cancelled…).
+    public func settle(_ claim: RecoveryClaim, now: Date) async throws {
+        _ = try await count("""
+            UPDATE recovery_schedule
+            SET status = 'settled', ended_at = \(now), lease = NULL, leased_until = NULL,
+                order_version = coalesce((SELECT version FROM orders WHERE order_id = \(claim.orderId)), order_version)
+            WHERE order_id = \(claim.orderId) AND lease = \(claim.lease)
+            RETURNING 1
+            """)
+    }
+
+    /// Gives an order back unasked (a dry run), due as it was.
+    public func release(_ claim: RecoveryClaim) async throws {
+        _ = try await count(
+            "UPDATE recovery_schedule SET lease = NULL, leased_until = NULL WHERE order_id = \(claim.orderId) AND lease = \(claim.lease) RETURNING 1")
+    }
+
+    /// Where the order stands on the schedule, with its latest attempts (newest first, at most `attempts`); nil when
+    /// it was never on it.
+    public func entry(_ orderId: String, attempts limit: Int = 20) async throws -> RecoveryEntry? {
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            var entry: RecoveryEntry?
+            for try await (orderId, provider, reason, status, enteredAt, attempts, nextAttemptAt, endedAt)
+                in try await connection.query("""
+                    SELECT order_id, provider, reason, status, entered_at, attempts, next_attempt_at, ended_at
+                    FROM recovery_schedule WHERE order_id = \(orderId)
+                    """, logger: logger).decode((String, String, String, String, Date, Int, Date, Date?).self) {
+                guard let reason = RecoveryReason(rawValue: reason) else { throw CorruptRow(column: "reason", value: reason) }
+                guard let status = RecoveryStatus(rawValue: status) else { throw CorruptRow(column: "status", value: status) }
+                entry = RecoveryEntry(
+                    orderId: orderId, provider: provider, reason: reason, status: status, enteredAt: enteredAt,
+                    attemptCount: attempts, next: status == .pending ? .due(nextAttemptAt) : .ended(status), endedAt: endedAt,
+                    attempts: [])
+            }
+            guard var found = entry else { return nil }
+            for try await (attempt, provider, askedBy, askedAt, duration, outcome, said, words, recorded)
+                in try await connection.query("""
+                    SELECT attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, recorded
+                    FROM recovery_attempts WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
+                    """, logger: logger).decode((Int, String, String, Date, Int, String, String, String?, [String]).self) {
+                guard let outcome = RecoveryOutcome(rawValue: outcome) else { throw CorruptRow(column: "outcome", value: outcome) }
+                found.attempts.append(RecoveryAttempt(
+                    orderId: orderId, attempt: attempt, provider: provider, askedBy: askedBy, askedAt: askedAt,
+                    durationMilliseconds: duration, outcome: outcome, said: said, providerWords: words, recorded: recorded))
+            }
+            return found
+        }
+    }
+
+    // MARK: Statements
+
+    private func claims(lease: UUID, _ query: PostgresQuery) async throws -> [RecoveryClaim] {
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            var claims: [RecoveryClaim] = []
+            for try await (orderId, provider, reason, attempts)
+                in try await connection.query(query, logger: logger).decode((String, String, String, Int).self) {
+                guard let reason = RecoveryReason(rawValue: reason) else { throw CorruptRow(column: "reason", value: reason) }
+                claims.append(RecoveryClaim(orderId: orderId, provider: provider, reason: reason, attempts: attempts, lease: lease))
+            }
+            return claims
+        }
+    }
+
+    /// Runs a statement that returns a row per row it changed; returns how many.
+    private func count(_ query: PostgresQuery) async throws -> Int {
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            var count = 0
+            for try await _ in try await connection.query(query, logger: logger) { count += 1 }
+            return count
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import LedgerProviderClients
+import Logging
+import Synchronization
+
+/// Recovers lost orders (补单): asks an order's provider what became of its payment and records the signed answer
+/// exactly as a delivered notification is recorded (`Ledger.recordProviderMessage`: `provider.notified`, the answer
+/// verbatim as evidence, then its follow-ups). One type for every way of asking — the schedule `serve` runs
+/// (`runRound`), `ledger recover` and `POST /v1/orders/{id}/recover` (`askNow`) — so each attempt is held under the
+/// schedule's lease and recorded alike, whoever asked.
+///
+/// Steps of one attempt:
+/// 1. take the order on the schedule (`RecoverySchedule.claimDue` / `claim`): no other node asks about it meanwhile;
+/// 2. read the order; one the schedule no longer needs (verified, cancelled… meanwhile) is settled unasked;
+/// 3. ask its provider (`ProviderQuestions.ask`): only an answer whose signature verifies is believed;
+/// 4. record a verified answer (`Ledger.recordProviderMessage`, idempotent by the answer's id);
+/// 5. record the attempt and give the order back (`RecoverySchedule.complete`): ended, or due again as `plan` says.
+public struct Recoverer: Sendable {
+    let database: LedgerDatabase
+    let questions: ProviderQuestions
+    /// The providers the ledger can ask (their clients are configured): only their orders enter the schedule.
+    let providers: [Provider]
+    public let plan: RecoveryPlan
+    let clock: @Sendable () -> Date
+    let logger: Logger
+    private let configurationSaid = Said()
+
+    public init(
+        database: LedgerDatabase, questions: ProviderQuestions, providers: [Provider], plan: RecoveryPlan = .standard,
+        clock: @escaping @Sendable () -> Date = Date.init, logger: Logger
+    ) {
+        self.database = database
+        self.questions = questions
+        self.providers = providers
+        self.plan = plan
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Who the schedule's attempts are recorded as asked by: this process.
+    public static let thisNode = "serve@\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+
+    // MARK: The schedule
+
+    /// One round of the schedule: enters the orders that may be lost, then asks about every due order, `batch` at a
+    /// time (the questions of a batch run together), until none is due or `maximumBatches` have been asked.
+    /// Returns what each attempt came to.
+    public func runRound(batch: Int = 16, maximumBatches: Int = 64) async throws -> [RecoveryReport] {
+        let entered = try await database.recovery.enrol(now: clock(), plan: plan, providers: providers)
+        if entered > 0 { logger.info("recovery: \(entered) order(s) entered the schedule") }
+        var reports: [RecoveryReport] = []
+        for _ in 0..<maximumBatches {
+            let claims = try await database.recovery.claimDue(now: clock(), plan: plan, limit: batch)
+            if claims.isEmpty { break }
+            reports += try await withThrowingTaskGroup(of: RecoveryReport.self) { group in
+                for claim in claims {
+                    group.addTask { try await self.attempt(claim, askedBy: Self.thisNode) }
+                }
+                var done: [RecoveryReport] = []
+                for try await report in group { done.append(report) }
+                return done
+            }
+            if Task.isCancelled { break }
+        }
+        return reports
+    }
+
+    /// One claimed order, asked about unless it no longer needs to be.
+    func attempt(_ claim: RecoveryClaim, askedBy: String) async throws -> RecoveryReport {
+        guard let order = try await database.ledger.order(claim.orderId), RecoveryPlan.mayBeLost(order.state) else {
+            try await database.recovery.settle(claim, now: clock())
+            return .settled(orderId: claim.orderId)
+        }
+        return try await ask(order, claim: claim, askedBy: askedBy)
+    }
+
+    // MARK: A person's question
+
+    /// Asks now about one order, for a person (`ledger recover`, the API): on the schedule (entered as `asked` if it
+    /// was not there), under its lease. With `dryRun`, asks and says what would be recorded, and records nothing.
+    public func askNow(orderId: String, askedBy: String, dryRun: Bool = false) async throws -> RecoveryReport {
+        guard let order = try await database.ledger.order(orderId) else { return .unknownOrder(orderId: orderId) }
+        if dryRun {
+            switch await questions.ask(about: order, now: Date()) {
+            case .answered(let message, let said):
+                return .dryRun(orderId: orderId, outcome: .recovered,
+                               said: "\(said); would record provider.notified (\(message.fact.notificationId)) and what follows")
+            case .nothing(let outcome, let said, _):
+                return .dryRun(orderId: orderId, outcome: outcome, said: said)
+            }
+        }
+        guard let claim = try await database.recovery.claim(order, now: clock(), plan: plan) else {
+            return .busy(orderId: orderId)
+        }
+        return try await ask(order, claim: claim, askedBy: askedBy)
+    }
+
+    // MARK: Asking and recording
+
+    private func ask(_ order: Order, claim: RecoveryClaim, askedBy: String) async throws -> RecoveryReport {
+        let askedAt = clock()
+        let started = ContinuousClock.now
+        // Signatures and their freshness are judged by the wall clock; the schedule's clock only says when to ask.
+        let answer = await questions.ask(about: order, now: Date())
+        let answered = ContinuousClock.now - started
+        var (outcome, said, words, recorded): (RecoveryOutcome, String, String?, [String])
+        switch answer {
+        case .answered(let message, let answerSaid):
+            (outcome, said, recorded) = try await record(message, said: answerSaid)
+            words = nil
+        case .nothing(let nothing, let nothingSaid, let providerWords):
+            (outcome, said, words, recorded) = (nothing, nothingSaid, providerWords, [])
+        }
+        if outcome == .configuration { sayOnce(order.provider, said) }
+        let attempt = RecoveryAttempt(
+            orderId: order.orderId, attempt: claim.attempts + 1, provider: order.provider.rawValue, askedBy: askedBy,
+            askedAt: askedAt, durationMilliseconds: Int(answered.seconds * 1000), outcome: outcome, said: said,
+            providerWords: words, recorded: recorded)
+        RecoveryMetrics.attempted(attempt, took: answered)
+        let next = try await database.recovery.complete(claim, attempt: attempt, plan: plan)
+        if case .ended(.unrecoverable) = next {
+            logger.warning("recovery: order \(order.orderId) is unrecoverable after \(attempt.attempt) attempt(s); finance lists it", metadata: [
+                "outcome": "\(outcome.rawValue)", "said": "\(said)",
+            ])
+        }
+        return .asked(attempt, next: next)
+    }
+
+    /// Records a verified answer; what came of it, in words.
+    private func record(_ message: ProviderMessage, said: String) async throws -> (RecoveryOutcome, String, [String]) {
+        do {
+            switch try await database.ledger.recordProviderMessage(message) {
+            case .recorded(let orderId, let followed, let refusal):
+                let events = ["provider.notified"] + followed.map(\.rawValue)
+                return (.recovered, "\(said); recorded on order \(orderId): \(events.joined(separator: ", "))"
+                        + (refusal.map { "; stopped short: \($0.message)" } ?? ""), events)
+            case .duplicate:
+                return (.recovered, "\(said); already recorded: the provider's answer has not changed since it was last asked", [])
+            case .unmatched:
+                return (.keptNotApplied, "\(said); the answer matches no order: kept for finance as unknown_provider_transaction", [])
+            case .refused(_, let field, let reason):
+                return (.keptNotApplied, "\(said); kept but not applied (\(field): \(reason)): finance lists it", [])
+            }
+        } catch let error as UnkeepableProviderMessage {
+            return (.keptNotApplied, "\(said); the answer cannot be kept (\(error.field): \(error.message))", [])
+        }
+    }
+
+    /// A configuration error is said loudly, once per provider per process: every attempt would say it again.
+    private func sayOnce(_ provider: Provider, _ said: String) {
+        guard configurationSaid.first(provider.rawValue) else { return }
+        logger.error("recovery: \(provider.rawValue) cannot be asked until its configuration is fixed: \(said)")
+    }
+}
+
+/// What has been said already, by this process.
+private final class Said: Sendable {
+    private let said = Mutex<Set<String>>([])
+
+    /// True the first time `text` is given.
+    func first(_ text: String) -> Bool { said.withLock { $0.insert(text).inserted } }
+}
+
+/// What asking about one order came to.
+public enum RecoveryReport: Sendable, Hashable {
+    /// Asked: the attempt as recorded, and where the order stands on the schedule now.
+    case asked(RecoveryAttempt, next: RecoveryEntry.Next)
+    /// Not asked: the order moved on by itself since it entered the schedule.
+    case settled(orderId: String)
+    /// Not asked: another node is asking about it now.
+    case busy(orderId: String)
+    case unknownOrder(orderId: String)
+    /// Asked and not recorded (`--dry-run`): `recovered` is what would have been recorded.
+    case dryRun(orderId: String, outcome: RecoveryOutcome, said: String)
+
+    public var orderId: String {
+        switch self {
+        case .asked(let attempt, _): attempt.orderId
+        case .settled(let orderId), .busy(let orderId), .unknownOrder(let orderId), .dryRun(let orderId, _, _): orderId
+        }
+    }
+
+    /// What asking came to; nil when the provider was not asked.
+    public var outcome: RecoveryOutcome? {
+        switch self {
+        case .asked(let attempt, _): attempt.outcome
+        case .dryRun(_, let outcome, _): outcome
+        case .settled, .busy, .unknownOrder: nil
+        }
+    }
+}
