@@ -191,6 +191,7 @@ let package = Package(
             name: "LedgerHTTPTests",
             dependencies: [
                 "LedgerHTTP", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "LedgerProviders", "ProviderTestSupport",
+                "LedgerProviderClients", "LedgerRecovery",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

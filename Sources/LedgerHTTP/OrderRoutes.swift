@@ -31,7 +31,7 @@ struct OrderRoutes {
             let metadata = EventMetadata(
                 actor: context.actor, requestId: context.requestId,
                 correlationId: request.headers[.correlationId], causationId: request.headers[.causationId])
-            let submissions = try await SignedTransactionReceipts.resolve(posted.submissions, verifier: appStore)
+            let submissions = try await SignedTransactionReceipts.resolve(LegacyReceipts.resolve(posted.submissions), verifier: appStore)
             let recorded = try await ledger.record(
                 orderId: orderId, events: submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
             if recorded.append.isReplay {

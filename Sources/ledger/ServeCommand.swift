@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerRecovery
@@ -30,6 +31,10 @@ struct ServeCommand: AsyncParsableCommand {
         when --providers-config has a query section (0: never; every node may run it, no order is asked by two).
         """)
     var recoveryInterval = 15
+    @Option(name: .customLong("recovery-payment-after"), help: "Seconds a queued payment may go unanswered before its provider is asked.")
+    var recoveryPaymentAfter = Int(RecoveryPlan.standard.paymentUnansweredAfter.components.seconds)
+    @Option(name: .customLong("recovery-receipt-after"), help: "Seconds a receipt (or a retryable verification failure) may stay unverified before its provider is asked.")
+    var recoveryReceiptAfter = Int(RecoveryPlan.standard.receiptUnverifiedAfter.components.seconds)
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -40,6 +45,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 0 to 86400 seconds") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds") }
         guard (0...86_400).contains(recoveryInterval) else { throw ValidationError("--recovery-interval must be 0 to 86400 seconds") }
+        guard (0...2_592_000).contains(recoveryPaymentAfter) else { throw ValidationError("--recovery-payment-after must be 0 to 2592000 seconds") }
+        guard (0...2_592_000).contains(recoveryReceiptAfter) else { throw ValidationError("--recovery-receipt-after must be 0 to 2592000 seconds") }
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
@@ -74,8 +81,11 @@ struct ServeCommand: AsyncParsableCommand {
         // The pool's sessions carry PostgreSQL's own limits; the owner's work above (migrations) has none.
         let ledger = try await resolved.serviceLedger(limits: serverLimits.limits, logger: logger)
         let replicas = try replicaOptions.replicas(primary: ledger, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
+        var plan = RecoveryPlan.standard
+        plan.paymentUnansweredAfter = .seconds(recoveryPaymentAfter)
+        plan.receiptUnverifiedAfter = .seconds(recoveryReceiptAfter)
         let recoverer = questions.askable.isEmpty
-            ? nil : Recoverer(database: ledger, questions: questions, providers: questions.askable, logger: logger)
+            ? nil : Recoverer(database: ledger, questions: questions, providers: questions.askable, plan: plan, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
             database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,

@@ -183,15 +183,7 @@ struct RecoverCommandTests {
         wechat.hold(orderId: "wx-1", state: "SUCCESS", transactionId: "4200001234202611250000000001")
         wechat.hold(orderId: "wx-2", state: "NOTPAY", transactionId: nil)
         @Sendable func configuration(_ base: String, merchantKeyPEM: String) throws -> String {
-            let keyFile = directory.appendingPathComponent("apiclient_key.pem")
-            try Data(merchantKeyPEM.utf8).write(to: keyFile)
-            let url = directory.appendingPathComponent("providers.json")
-            try ProviderTestKit.json(["wechatPay": [
-                "merchantId": ProviderTestKit.merchantId, "apiV3Key": ProviderTestKit.apiV3KeyText,
-                "platformKeys": [["serial": ProviderTestKit.platformSerial, "pem": ProviderTestKit.wechatPlatformKey.publicKey.pemRepresentation]],
-                "query": ["merchantPrivateKeyPath": keyFile.lastPathComponent, "merchantCertificateSerial": wechat.merchantSerial, "baseURL": base],
-            ]]).write(to: url)
-            return url.path
+            try wechat.providersFile(in: directory, base: base, merchantKeyPEM: merchantKeyPEM)
         }
         try await TestDatabase.withURL { url, client in
             let ledger = Ledger(client: client)

@@ -114,6 +114,12 @@ final class RunningServer: Sendable {
         return try JSONValue(parsing: Array(data))
     }
 
+    /// The body of an unauthenticated GET (`/metrics`, `/healthz`).
+    func text(_ path: String) async throws -> String {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Sends SIGTERM and returns: `serve` ends by itself. Not `waitUntilExit`, which on Linux spins the calling
     /// thread's run loop — a thread of the two-thread cooperative pool on this machine, which every other test needs.
     /// (Dropping the test's database afterwards ends the server's connections in any case.)

@@ -14,6 +14,9 @@ struct ServeOptionRangeTests {
         ("--pool-size=-1", "--pool-size must be at least 1"),
         ("--port=70000", "--port must be 0 to 65535"),
         ("--port=-1", "--port must be 0 to 65535"),
+        ("--recovery-interval=9223372036854775807", "--recovery-interval must be 0 to 86400 seconds"),
+        ("--recovery-payment-after=-1", "--recovery-payment-after must be 0 to 2592000 seconds"),
+        ("--recovery-receipt-after=9223372036854775807", "--recovery-receipt-after must be 0 to 2592000 seconds"),
     ])
     func anOutOfRangeOptionIsAUsageError(option: String, words: String) async throws {
         // validate() runs before any database is touched, so an unreachable URL is never dialled.

@@ -5,7 +5,9 @@ import HummingbirdTesting
 import LedgerCore
 import LedgerHTTP
 @testable import LedgerPostgres
+import LedgerProviderClients
 import LedgerProviders
+import LedgerRecovery
 import LedgerTestSupport
 import Logging
 import NIOCore
@@ -39,8 +41,10 @@ struct API {
         return logger
     }()
 
+    /// `questions`: the providers `POST /v1/orders/{id}/recover` asks (none: it answers 501).
     static func run(
-        providers: ProviderVerifiers = ProviderVerifiers(), _ body: @Sendable @escaping (API) async throws -> Void
+        providers: ProviderVerifiers = ProviderVerifiers(), questions: ProviderQuestions? = nil,
+        _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService { owner, service in
             let database = LedgerDatabase(client: service)
@@ -49,7 +53,11 @@ struct API {
             for (name, scopes) in [("writer", [Scope.eventsWrite]), ("reader", [.eventsRead]), ("finance", [.financeRead]), ("all", Scope.allCases), ("all-but-finance", [.eventsWrite, .eventsRead])] {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
-            let app = Application(router: LedgerApplication.router(database: database, providers: providers), logger: API.logger)
+            let recoverer = questions.map {
+                Recoverer(database: database, questions: $0, providers: $0.askable, logger: API.logger)
+            }
+            let app = Application(
+                router: LedgerApplication.router(database: database, providers: providers, recoverer: recoverer), logger: API.logger)
             let frozen = secrets
             try await app.test(.router) { client in
                 try await body(API(client: client, database: database, tokens: tokens, secrets: frozen))

@@ -41,6 +41,20 @@ public final class FakeWeChatPayAPI: Sendable {
         orders.withLock { $0[orderId] = order }
     }
 
+    /// A providers file (`--providers-config`) in `directory` that trusts this stand-in's platform key and asks it at
+    /// `base` with `merchantKeyPEM` (this stand-in's merchant key unless given another); returns its path.
+    public func providersFile(in directory: URL, base: String, merchantKeyPEM: String? = nil) throws -> String {
+        let keyFile = directory.appendingPathComponent("apiclient_key.pem")
+        try Data((merchantKeyPEM ?? merchantPrivateKeyPEM).utf8).write(to: keyFile)
+        let url = directory.appendingPathComponent("providers.json")
+        try ProviderTestKit.json(["wechatPay": [
+            "merchantId": ProviderTestKit.merchantId, "apiV3Key": ProviderTestKit.apiV3KeyText,
+            "platformKeys": [["serial": ProviderTestKit.platformSerial, "pem": ProviderTestKit.wechatPlatformKey.publicKey.pemRepresentation]],
+            "query": ["merchantPrivateKeyPath": keyFile.lastPathComponent, "merchantCertificateSerial": merchantSerial, "baseURL": base],
+        ]]).write(to: url)
+        return url.path
+    }
+
     /// Each request as "STATUS out_trade_no".
     public var requests: [String] { log.withLock { $0 } }
 
