@@ -204,11 +204,12 @@ function keyData(event) {
 
 async function orderStory(orderId, asOf) {
   await attempt("events:read", async () => {
-    const [history, chain, refusals, anomalies] = await Promise.all([
+    const [history, chain, refusals, anomalies, now] = await Promise.all([
       wholeHistory(orderId, asOf),
       api(`/v1/orders/${encodeURIComponent(orderId)}/chain`).then((r) => r.json),
       api(`/v1/orders/${encodeURIComponent(orderId)}/refusals`).then((r) => r.json),
       orderAnomalies(orderId),
+      api(`/v1/orders/${encodeURIComponent(orderId)}`).then((r) => r.json),
     ]);
     const links = new Map(chain.events.map((link) => [link.version, link]));
     const order = history.order;
@@ -260,6 +261,8 @@ async function orderStory(orderId, asOf) {
       orderBanner(anomalies, refusals.refusals),
       el("div", { class: "panel" }, asOfForm, asOf ? el("p", { class: "muted", id: "asof-note" }, "As of ", time(asOf)) : null),
       el("div", { class: "panel" }, facts),
+      el("h2", {}, "Recovery: asking the provider"),
+      recoveryPanel(orderId, now.recovery),
       el("h2", {}, "Story"),
       el("p", { class: chain.verified ? "ok" : "bad", id: "chain-status" },
         chain.verified ? "The hash chain of every event verifies." : "The hash chain does not verify: see the ✗ rows."),
@@ -274,6 +277,41 @@ async function orderStory(orderId, asOf) {
       el("details", {}, el("summary", {}, "JSON (the API's answer)"), el("pre", { id: "json" }, JSON.stringify(history.pages.length === 1 ? history.pages[0] : history.pages, null, 2))),
     );
   });
+}
+
+/** The order's place on the recovery schedule (what the ledger asked its provider, and when it asks next), and a
+ *  button for support to ask now (`POST …/recover`, scope orders:recover); the page is read again with the answer. */
+function recoveryPanel(orderId, recovery) {
+  const result = el("p", { id: "recover-result", role: "status" });
+  const button = el("button", { type: "button", id: "recover-now" }, "Ask the provider now");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    result.textContent = "Asking…";
+    try {
+      const answer = (await api(`/v1/orders/${encodeURIComponent(orderId)}/recover`, { method: "POST" })).json;
+      await orderStory(orderId);
+      const said = document.getElementById("recover-result");
+      if (said) said.textContent = `${answer.outcome}: ${answer.said}`;
+    } catch (error) {
+      if (!(error instanceof Problem)) throw error;
+      button.disabled = false;
+      result.textContent = error.status === 403
+        ? "Asking the provider needs a token with the orders:recover scope; yours does not have it."
+        : error.status === 409 ? "Another node is asking the provider about this order right now; read the page again in a moment."
+        : error.status === 501 ? "The ledger is not configured to ask providers (serve --providers-config with a query section)."
+        : `${error.code}: ${error.message}`;
+    }
+  });
+  const status = !recovery ? el("p", { class: "muted", id: "recovery-status" }, "Never asked: the order has not looked lost.")
+    : el("p", { id: "recovery-status" }, el("span", { class: "kind" }, recovery.status),
+      ` (${recovery.reason}, ${recovery.attemptCount} attempt${recovery.attemptCount === 1 ? "" : "s"} since `, time(recovery.enteredAt), ")",
+      recovery.nextAttemptAt ? [". Asked again at ", time(recovery.nextAttemptAt), " unless answered first."] : ".");
+  const attempts = recovery && recovery.attempts.length
+    ? table(["#", "Asked", "By", "Outcome", "What was said", "Took"], recovery.attempts.map((a) =>
+      [String(a.attempt), time(a.askedAt), a.askedBy, el("span", { class: "kind" }, a.outcome),
+        el("span", { class: "data", title: a.providerWords || "" }, a.said), `${a.durationMs} ms`]), { id: "recovery-attempts" })
+    : null;
+  return el("div", { class: "panel", id: "recovery" }, status, attempts, el("div", { class: "controls" }, button), result);
 }
 
 /** The order's anomalies as finance lists them now (the anomalies page's thresholds), or null when the token lacks
