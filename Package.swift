@@ -162,6 +162,7 @@ let package = Package(
                 "LedgerRecovery", "LedgerPostgres", "LedgerProviderClients", "LedgerProviders", "LedgerCore",
                 "LedgerTestSupport", "ProviderTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .testTarget(

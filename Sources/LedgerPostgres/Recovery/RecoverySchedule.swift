@@ -127,6 +127,18 @@ public struct RecoverySchedule: Sendable {
             "UPDATE recovery_schedule SET lease = NULL, leased_until = NULL WHERE order_id = \(claim.orderId) AND lease = \(claim.lease) RETURNING 1")
     }
 
+    /// When the next pending order is due (nil: none is pending): how long the schedule may sleep.
+    public func nextDue() async throws -> Date? {
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            var due: Date?
+            for try await next in try await connection.query(
+                "SELECT min(next_attempt_at) FROM recovery_schedule WHERE status = 'pending'", logger: logger
+            ).decode(Date?.self) { due = next }
+            return due
+        }
+    }
+
     /// Where the order stands on the schedule, with its latest attempts (newest first, at most `attempts`); nil when
     /// it was never on it.
     public func entry(_ orderId: String, attempts limit: Int = 20) async throws -> RecoveryEntry? {
