@@ -69,9 +69,19 @@ public struct AppStoreServerAPI: Sendable {
 
     /// One GET, signed with a new token, waiting out 429s.
     func get(_ url: String) async throws(AppStoreServerAPIError) -> Answer {
+        try await send(.GET, url)
+    }
+
+    /// One request (`body`, when given, is sent as JSON), signed with a new token per attempt, waiting out 429s:
+    /// every endpoint shares this path, so each answers 401, 429, 5xx and 4040010 alike.
+    func send(_ method: HTTPMethod, _ url: String, json body: JSONValue? = nil) async throws(AppStoreServerAPIError) -> Answer {
         for attempt in 1...Self.maximumAttempts {
             var request = HTTPClientRequest(url: url)
-            request.method = .GET
+            request.method = method
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: body.canonicalBytes))
+            }
             do {
                 request.headers.add(name: "Authorization", value: "Bearer " + (try key.token(now: now())))
             } catch {
@@ -107,7 +117,8 @@ public struct AppStoreServerAPI: Sendable {
         throw .unavailable("rate limited (429)")
     }
 
-    /// Apple's transaction ids are digits; anything that could change the path is refused.
+    /// Apple's transaction ids are digits, its order ids letters and digits; anything that could change the path
+    /// (a `/`, `..`, `?`, `%`, a non-ASCII digit) is refused.
     static func pathComponent(_ transactionId: String) -> String? {
         guard !transactionId.isEmpty, transactionId.count <= 128,
               transactionId.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII })
@@ -146,6 +157,8 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
     case unexpected(status: Int, body: String)
     case malformedAnswer(String)
     case invalidTransactionId(String)
+    /// An order id (Look Up Order ID) that is not Apple's alphanumeric form: never sent.
+    case invalidOrderId(String)
 
     public var description: String {
         switch self {
@@ -155,6 +168,7 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
         case .unexpected(let status, let body): "App Store Server API answered HTTP \(status): \(body)"
         case .malformedAnswer(let reason): "App Store Server API answer not understood: \(reason)"
         case .invalidTransactionId(let id): "\(id) is not an App Store transaction id"
+        case .invalidOrderId(let id): "\(id) is not an App Store order id"
         }
     }
 

@@ -71,7 +71,7 @@ public struct ProviderQuestions: Sendable {
             case .configuration: return .configuration(error.description)
             case .unavailable, .unexpected, .malformedAnswer: return .unreachable(error.description)
             case .transactionNotFound: return .notYet(error.description)
-            case .invalidTransactionId: return .notAskable(error.description)
+            case .invalidTransactionId, .invalidOrderId: return .notAskable(error.description)
             }
         }
         let transaction: AppStoreTransaction
