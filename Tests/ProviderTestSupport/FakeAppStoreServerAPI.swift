@@ -10,6 +10,12 @@ import Synchronization
 /// `aud` appstoreconnect-v1, `bid`, a live `exp`) and answers 401 otherwise; it answers Get Transaction Info with
 /// the signed transaction it holds for that environment (signed by the tests' CA), 404 / 4040010 when it holds none,
 /// and 429 with `Retry-After` or 503 when told to. Production and Sandbox are two path prefixes of one server.
+///
+/// It also answers the lists, each behind the same token check: Get Transaction History v2 (a history held per
+/// transaction id, `pageSize` a page, `revision` the next page's token), Get Notification History (notifications held
+/// with their date; `startDate` inclusive, `endDate` exclusive, `onlyFailures`; `paginationToken` tied to the window
+/// it was given for, as Apple's is) and Look Up Order ID (status 0 with the order's transactions, 1 otherwise).
+/// Pages are `pageSize` long (Apple's are 20), so a test with a handful of items crosses pages.
 public final class FakeAppStoreServerAPI: Sendable {
     public struct Expected: Sendable {
         public var keyId = "TESTKEY123"
@@ -24,13 +30,27 @@ public final class FakeAppStoreServerAPI: Sendable {
 
     struct State {
         var transactions: [String: [String: String]] = ["production": [:], "sandbox": [:]]
+        var histories: [String: [String: [String]]] = ["production": [:], "sandbox": [:]]
+        var notifications: [String: [HeldNotification]] = ["production": [], "sandbox": []]
+        var orders: [String: [String]] = [:]
+        var notificationRequests: [JSONValue] = []
         var rateLimited = 0
         var unavailable = 0
         var requests: [String] = []
     }
 
-    public init(expected: Expected = Expected()) {
+    struct HeldNotification {
+        let signedPayload: String
+        let date: Date
+        let failed: Bool
+    }
+
+    /// How many items a page of a list holds (Apple: 20).
+    public let pageSize: Int
+
+    public init(expected: Expected = Expected(), pageSize: Int = 2) {
         self.expected = expected
+        self.pageSize = pageSize
     }
 
     /// The `.p8` file of the key the ledger must sign with (PKCS#8 PEM, as Apple hands it out).
@@ -41,11 +61,29 @@ public final class FakeAppStoreServerAPI: Sendable {
         state.withLock { $0.transactions[environment, default: [:]][transactionId] = signedTransaction }
     }
 
+    /// Holds `signedTransactions` (oldest first) as `environment`'s transaction history of `transactionId`.
+    public func holdHistory(_ signedTransactions: [String], for transactionId: String, in environment: String = "production") {
+        state.withLock { $0.histories[environment, default: [:]][transactionId] = signedTransactions }
+    }
+
+    /// Holds a notification Apple sent, or tried to send (`failed`), at `date`, in `environment`'s history.
+    public func holdNotification(_ signedPayload: String, sentAt date: Date, failed: Bool = true, in environment: String = "production") {
+        state.withLock { $0.notifications[environment, default: []].append(HeldNotification(signedPayload: signedPayload, date: date, failed: failed)) }
+    }
+
+    /// Holds the transactions of `orderId` for Look Up Order ID (Production: Apple has no Sandbox lookup).
+    public func holdOrder(_ orderId: String, signedTransactions: [String]) {
+        state.withLock { $0.orders[orderId] = signedTransactions }
+    }
+
+    /// The JSON bodies of the Get Notification History requests, in order.
+    public var notificationRequests: [JSONValue] { state.withLock { $0.notificationRequests } }
+
     /// The next `count` requests are answered 429 with `Retry-After: 7`.
     public func rateLimit(next count: Int) { state.withLock { $0.rateLimited = count } }
     /// The next `count` requests are answered 503.
     public func failNext(_ count: Int) { state.withLock { $0.unavailable = count } }
-    /// Each request as "ENVIRONMENT STATUS PATH", in order.
+    /// Each request as "ENVIRONMENT STATUS PATH", in order (`PATH?QUERY` when it had a query).
     public var requests: [String] { state.withLock { $0.requests } }
 
     /// Runs `body` with the server's base URL (`{base}/production`, `{base}/sandbox`) while it listens on loopback.
@@ -58,22 +96,144 @@ public final class FakeAppStoreServerAPI: Sendable {
             state.withLock { $0.requests.append("\(environment) \(response.status.code) \(request.uri.path)") }
             return response
         }
+        router.get("{environment}/inApps/v2/history/{transactionId}") { [self] request, context in
+            let environment = context.parameters.get("environment") ?? ""
+            let response = gate(request.headers[.authorization]) ?? history(
+                environment: environment, transactionId: context.parameters.get("transactionId") ?? "",
+                revision: request.uri.queryParameters.get("revision"))
+            record(environment, response, request)
+            return response
+        }
+        router.post("{environment}/inApps/v1/notifications/history") { [self] request, context in
+            let environment = context.parameters.get("environment") ?? ""
+            let bytes = try await request.body.collect(upTo: 1 << 16)
+            let body = try? JSONValue(parsing: bytes.readableBytesView)
+            let response = gate(request.headers[.authorization]) ?? notificationHistory(
+                environment: environment, body: body, contentType: request.headers[.contentType],
+                token: request.uri.queryParameters.get("paginationToken"))
+            state.withLock { $0.notificationRequests.append(body ?? .null) }
+            record(environment, response, request)
+            return response
+        }
+        router.get("{environment}/inApps/v1/lookup/{orderId}") { [self] request, context in
+            let environment = context.parameters.get("environment") ?? ""
+            let orderId = context.parameters.get("orderId") ?? ""
+            let response = gate(request.headers[.authorization]) ?? state.withLock { state in
+                // Apple has no Sandbox lookup: only Production knows orders.
+                guard environment == "production", let signed = state.orders[orderId] else {
+                    return Self.json(.ok, ["status": 1])
+                }
+                return Self.json(.ok, ["status": 0, "signedTransactions": .array(signed.map(JSONValue.string))])
+            }
+            record(environment, response, request)
+            return response
+        }
         return try await StandInServer.run(router, body)
+    }
+
+    private func record(_ environment: String, _ response: Response, _ request: Request) {
+        let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+        state.withLock { $0.requests.append("\(environment) \(response.status.code) \(path)") }
+    }
+
+    /// What every endpoint answers before looking at the question: 401 to a token Apple would refuse, then the
+    /// 429s and 503s it was told to give. Nil: the question may be answered.
+    private func gate(_ authorization: String?) -> Response? {
+        guard let authorization, authorization.hasPrefix("Bearer "), verifies(String(authorization.dropFirst(7))) else {
+            return Self.text(.unauthorized, "Unauthenticated")
+        }
+        let (limited, failing) = state.withLock { state -> (Bool, Bool) in
+            if state.rateLimited > 0 { state.rateLimited -= 1; return (true, false) }
+            if state.unavailable > 0 { state.unavailable -= 1; return (false, true) }
+            return (false, false)
+        }
+        if limited { return Self.json(.tooManyRequests, ["errorCode": 4_290_000, "errorMessage": "Rate limit exceeded."], headers: [.retryAfter: "7"]) }
+        if failing { return Self.json(.serviceUnavailable, ["errorCode": 5_000_001, "errorMessage": "An unknown error occurred."]) }
+        return nil
+    }
+
+    /// A page of the history: `revision` (absent on the first page) is the next page's token this server gave.
+    private func history(environment: String, transactionId: String, revision: String?) -> Response {
+        guard let signed = state.withLock({ $0.histories[environment]?[transactionId] }) else {
+            return Self.json(.notFound, ["errorCode": 4_040_010, "errorMessage": "Transaction id not found."])
+        }
+        var offset = 0
+        if let revision {
+            guard let decoded = Self.offset(revision, prefix: "history:\(transactionId):") else {
+                return Self.json(.badRequest, ["errorCode": 4_000_005, "errorMessage": "Invalid request. The revision is invalid."])
+            }
+            offset = decoded
+        }
+        let page = Array(signed.dropFirst(offset).prefix(pageSize))
+        let next = offset + page.count
+        return Self.json(.ok, [
+            "bundleId": .string(expected.bundleId), "appAppleId": .int(ProviderTestKit.appAppleId),
+            "environment": environment == "sandbox" ? "Sandbox" : "Production",
+            "hasMore": .bool(next < signed.count), "revision": .string(Self.token(next, prefix: "history:\(transactionId):")),
+            "signedTransactions": .array(page.map(JSONValue.string)),
+        ])
+    }
+
+    /// A page of the notification history: the request's window and `onlyFailures`, then `paginationToken` (given by
+    /// this server for the same request) for the pages after the first.
+    private func notificationHistory(environment: String, body: JSONValue?, contentType: String?, token: String?) -> Response {
+        func bad(_ code: Int64, _ message: String) -> Response {
+            Self.json(.badRequest, ["errorCode": .int(code), "errorMessage": .string("Invalid request. " + message)])
+        }
+        guard contentType?.hasPrefix("application/json") == true, let body, case .int(let start)? = body["startDate"] else {
+            return bad(4_000_015, "The start date is not a timestamp value represented in milliseconds.")
+        }
+        guard case .int(let end)? = body["endDate"] else {
+            return bad(4_000_016, "The end date is not a timestamp value represented in milliseconds.")
+        }
+        guard start < end else { return bad(4_000_013, "The end date precedes the start date or the dates are the same.") }
+        let days = environment == "sandbox" ? 30.0 : 180.0
+        guard Double(start) >= (Date().timeIntervalSince1970 - days * 86_400) * 1000 else {
+            return bad(4_000_012, "The start date is earlier than the allowed start date.")
+        }
+        let onlyFailures = body["onlyFailures"] == .bool(true)
+        let window = "notifications:\(start):\(end):\(onlyFailures):"
+        var offset = 0
+        if let token {
+            guard let decoded = Self.offset(token, prefix: window) else { return bad(4_000_014, "The pagination token is invalid.") }
+            offset = decoded
+        }
+        let held = state.withLock { $0.notifications[environment] ?? [] }.filter { notification in
+            let sent = Int64((notification.date.timeIntervalSince1970 * 1000).rounded(.down))
+            return start <= sent && sent < end && (notification.failed || !onlyFailures)
+        }
+        let page = Array(held.dropFirst(offset).prefix(pageSize))
+        let next = offset + page.count
+        var answer: [String: JSONValue] = [
+            "hasMore": .bool(next < held.count),
+            "notificationHistory": .array(page.map { notification in
+                [
+                    "signedPayload": .string(notification.signedPayload),
+                    "sendAttempts": [[
+                        "attemptDate": .int(Int64(notification.date.timeIntervalSince1970 * 1000)),
+                        "sendAttemptResult": notification.failed ? "TIMED_OUT" : "SUCCESS",
+                    ]],
+                ]
+            }),
+        ]
+        if next < held.count { answer["paginationToken"] = .string(Self.token(next, prefix: window)) }
+        return Self.json(.ok, .object(answer))
+    }
+
+    /// An opaque page token, as Apple's are: base64 (with `+`, `/`, `=`, which must reach us percent-encoded).
+    static func token(_ offset: Int, prefix: String) -> String {
+        Data((prefix + String(offset)).utf8).base64EncodedString()
+    }
+
+    static func offset(_ token: String, prefix: String) -> Int? {
+        guard let data = Data(base64Encoded: token), let text = String(data: data, encoding: .utf8), text.hasPrefix(prefix) else { return nil }
+        return Int(text.dropFirst(prefix.count))
     }
 
 
     private func answer(environment: String, transactionId: String, authorization: String?) -> Response {
-        guard let authorization, authorization.hasPrefix("Bearer "), verifies(String(authorization.dropFirst(7))) else {
-            return Self.text(.unauthorized, "Unauthenticated")
-        }
-        let (limited, failing, signed) = state.withLock { state -> (Bool, Bool, String?) in
-            if state.rateLimited > 0 { state.rateLimited -= 1; return (true, false, nil) }
-            if state.unavailable > 0 { state.unavailable -= 1; return (false, true, nil) }
-            return (false, false, state.transactions[environment]?[transactionId])
-        }
-        if limited { return Self.json(.tooManyRequests, ["errorCode": 4_290_000, "errorMessage": "Rate limit exceeded."], headers: [.retryAfter: "7"]) }
-        if failing { return Self.json(.serviceUnavailable, ["errorCode": 5_000_001, "errorMessage": "An unknown error occurred."]) }
-        guard let signed else {
+        if let refused = gate(authorization) { return refused }
+        guard let signed = state.withLock({ $0.transactions[environment]?[transactionId] }) else {
             return Self.json(.notFound, ["errorCode": 4_040_010, "errorMessage": "Transaction id not found."])
         }
         return Self.json(.ok, ["signedTransactionInfo": .string(signed)])
