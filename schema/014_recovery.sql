@@ -43,5 +43,15 @@ CREATE TABLE recovery_attempts (
 
 CREATE INDEX recovery_attempts_by_order ON recovery_attempts (order_id, id);
 
+-- Sweeps of a provider's own record of the notifications it failed to deliver (Apple's notification history): how
+-- far each has been swept, and which node is sweeping it now (a lease, as an order's).
+CREATE TABLE recovery_sweeps (
+    source       text PRIMARY KEY,
+    swept_until  timestamptz NOT NULL,
+    lease        uuid,
+    leased_until timestamptz
+);
+
 GRANT SELECT, INSERT, UPDATE ON recovery_schedule TO ledger_service;
 GRANT SELECT, INSERT ON recovery_attempts TO ledger_service;
+GRANT SELECT, INSERT, UPDATE ON recovery_sweeps TO ledger_service;

@@ -43,6 +43,13 @@ public struct ProviderQuestions: Sendable {
             + (clients.wechatPay != nil && verifiers.wechatPay != nil ? [.wechatPay] : [])
     }
 
+    /// The App Store Server API and the verifier of what it signs, when both are configured: what sweeping Apple's
+    /// notification history needs.
+    public var appStore: (api: AppStoreServerAPI, verifier: AppStoreJWSVerifier)? {
+        guard let api = clients.appStore, let verifier = verifiers.appStore else { return nil }
+        return (api, verifier)
+    }
+
     public func ask(about order: Order, now: Date) async -> ProviderAnswer {
         switch order.provider {
         case .appStore: await askAppStore(about: order, now: now)

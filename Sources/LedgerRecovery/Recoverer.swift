@@ -25,6 +25,8 @@ public struct Recoverer: Sendable {
     public let plan: RecoveryPlan
     let clock: @Sendable () -> Date
     let logger: Logger
+    /// Apple's notification history, swept every `plan.sweepEvery` when the App Store can be asked.
+    let appStoreSweep: AppStoreNotificationSweep?
     private let configurationSaid = Said()
 
     public init(
@@ -37,6 +39,9 @@ public struct Recoverer: Sendable {
         self.plan = plan
         self.clock = clock
         self.logger = logger
+        self.appStoreSweep = questions.appStore.map { appStore in
+            AppStoreNotificationSweep(api: appStore.api, verifier: appStore.verifier, database: database, logger: logger)
+        }
     }
 
     /// Who the schedule's attempts are recorded as asked by: this process.
@@ -44,10 +49,11 @@ public struct Recoverer: Sendable {
 
     // MARK: The schedule
 
-    /// One round of the schedule: enters the orders that may be lost, then asks about every due order, `batch` at a
-    /// time (the questions of a batch run together), until none is due or `maximumBatches` have been asked.
-    /// Returns what each attempt came to.
+    /// One round of the schedule: sweeps Apple's notification history when due, enters the orders that may be lost,
+    /// then asks about every due order, `batch` at a time (the questions of a batch run together), until none is due
+    /// or `maximumBatches` have been asked. Returns what each attempt came to.
     public func runRound(batch: Int = 16, maximumBatches: Int = 64) async throws -> [RecoveryReport] {
+        try await sweepIfDue()
         let entered = try await database.recovery.enrol(now: clock(), plan: plan, providers: providers)
         if entered > 0 { logger.info("recovery: \(entered) order(s) entered the schedule") }
         var reports: [RecoveryReport] = []
@@ -66,6 +72,30 @@ public struct Recoverer: Sendable {
         }
         return reports
     }
+
+    /// Sweeps Apple's notification history from where the last sweep (of any node) ended, when due. A sweep that
+    /// fails is logged and tried again on the next round; what it recorded stays recorded.
+    @discardableResult
+    public func sweepIfDue() async throws -> SweepReport? {
+        guard let appStoreSweep else { return nil }
+        let now = clock()
+        guard let claim = try await database.recovery.claimSweep(Self.appStoreSweepSource, now: now, plan: plan) else { return nil }
+        let from = claim.sweptUntil.addingTimeInterval(-RecoveryPlan.sweepOverlap.seconds)
+        do {
+            let report = try await appStoreSweep.sweep(from: from, to: now)
+            try await database.recovery.completeSweep(claim, until: report.complete ? now : claim.sweptUntil)
+            if report.recorded > 0 || report.unverified > 0 {
+                logger.info("recovery: Apple's notification history swept: \(report.recorded) recorded, \(report.duplicate) already recorded, \(report.unmatched) matching no order, \(report.unverified) not verified")
+            }
+            return report
+        } catch {
+            try await database.recovery.completeSweep(claim, until: claim.sweptUntil)
+            logger.error("recovery: sweeping Apple's notification history failed, tried again next round: \(error)")
+            return nil
+        }
+    }
+
+    static let appStoreSweepSource = "app_store:notification_history"
 
     /// One claimed order, asked about unless it no longer needs to be.
     func attempt(_ claim: RecoveryClaim, askedBy: String) async throws -> RecoveryReport {

@@ -70,6 +70,51 @@ struct AppStoreSweepTests {
         #expect(apple.requests.count == 4 && apple.requests.allSatisfy { $0.hasPrefix("production 200 ") }, "\(apple.requests)")
     }
 
+    /// The schedule sweeps by itself: its first round sweeps the last four days, later rounds sweep only once
+    /// `sweepEvery` has passed, from a little before where the last sweep ended — and one node at a time.
+    @Test func theScheduleSweepsAppleHistoryByItselfEveryInterval() async throws {
+        let messages = try AppleMessages()
+        let apple = FakeAppStoreServerAPI()
+        let clock = TestClock()
+        let start = clock.now
+        apple.holdNotification(try messages.notification("ONE_TIME_CHARGE", orderId: "as-1", transactionId: "2000000000000801"),
+                               sentAt: start.addingTimeInterval(-3 * 86_400))
+        try await TestDatabase.withOwnerAndService { _, service in
+            try await apple.run { base in
+                let database = LedgerDatabase(client: service)
+                try await Self.queuedOrder("as-1", on: database)
+                let api = AppStoreServerAPI(
+                    key: AppStoreServerAPIKey(keyId: apple.expected.keyId, issuerId: apple.expected.issuerId,
+                                              bundleId: apple.expected.bundleId, privateKey: apple.key),
+                    productionURL: base + "/production", sandboxURL: base + "/sandbox")
+                let questions = ProviderQuestions(
+                    clients: ProviderClients(appStore: api),
+                    verifiers: ProviderVerifiers(appStore: ProviderTestKit.verifier(trusting: messages.ca)), logger: RecoveryHarness.logger)
+                let nodes = (0..<2).map { _ in
+                    Recoverer(database: database, questions: questions, providers: questions.askable, clock: clock.read, logger: RecoveryHarness.logger)
+                }
+                // Two nodes at once: one sweeps, the other finds the sweep taken.
+                async let first = nodes[0].sweepIfDue()
+                async let second = nodes[1].sweepIfDue()
+                let reports = try await [first, second].compactMap { $0 }
+                #expect(reports.map(\.recorded) == [1], "\(reports)")
+                #expect(try await database.ledger.order("as-1")?.state == .verified)
+
+                clock.advance(.seconds(599))
+                _ = try await nodes[0].runRound()
+                #expect(apple.notificationRequests.count == 1, "not due yet")
+                clock.advance(.seconds(1))
+                _ = try await nodes[1].runRound()
+                #expect(apple.notificationRequests.count == 2)
+                let windows = apple.notificationRequests.map { ($0["startDate"], $0["endDate"]) }
+                let milliseconds = { (date: Date) in JSONValue.int(Int64(date.timeIntervalSince1970 * 1000)) }
+                #expect(windows.first?.0 == milliseconds(start.addingTimeInterval(-4 * 86_400 - 300)))
+                #expect(windows.last?.0 == milliseconds(start.addingTimeInterval(-300)) && windows.last?.1 == milliseconds(clock.now))
+                #expect(try await database.operations.verify().passed)
+            }
+        }
+    }
+
     /// An App Store order of 4.99 USD with the appAccountToken derived from its id, its payment queued: what the app
     /// records before StoreKit's purchase sheet, and nothing after.
     static func queuedOrder(_ orderId: String, on database: LedgerDatabase) async throws {

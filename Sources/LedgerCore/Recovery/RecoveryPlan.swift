@@ -16,17 +16,32 @@ public struct RecoveryPlan: Sendable, Hashable {
     /// How long a node holds an order it is asking about. Longer than the longest question (App Store: 30 s timeouts,
     /// `Retry-After` waits, Production then Sandbox); a node killed mid-attempt frees its orders when this runs out.
     public var lease: Duration
+    /// How often a provider's history of undelivered notifications is swept (Apple's notification history), and how
+    /// far back the first sweep reaches: Apple retries a notification for about three days, so what it still holds
+    /// as failed after that is in its history only.
+    public var sweepEvery: Duration
+    public var firstSweepReach: Duration
 
-    public init(delays: [Duration], receiptUnverifiedAfter: Duration, paymentUnansweredAfter: Duration, lease: Duration) {
+    public init(
+        delays: [Duration], receiptUnverifiedAfter: Duration, paymentUnansweredAfter: Duration, lease: Duration,
+        sweepEvery: Duration, firstSweepReach: Duration
+    ) {
         self.delays = delays
         self.receiptUnverifiedAfter = receiptUnverifiedAfter
         self.paymentUnansweredAfter = paymentUnansweredAfter
         self.lease = lease
+        self.sweepEvery = sweepEvery
+        self.firstSweepReach = firstSweepReach
     }
 
     public static let standard = RecoveryPlan(
         delays: [15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10_800, 10_800, 10_800, 21_600, 21_600].map { .seconds($0) },
-        receiptUnverifiedAfter: .seconds(60), paymentUnansweredAfter: .seconds(600), lease: .seconds(600))
+        receiptUnverifiedAfter: .seconds(60), paymentUnansweredAfter: .seconds(600), lease: .seconds(600),
+        sweepEvery: .seconds(600), firstSweepReach: .seconds(4 * 86_400))
+
+    /// How far a sweep reaches back before where the last one ended: a notification Apple recorded as failed just
+    /// before the last sweep's end may have reached its history after that sweep asked.
+    public static let sweepOverlap: Duration = .seconds(300)
 
     /// The states in which an order may have been paid and not heard of: what the schedule asks about. Any other
     /// state is settled (verified, granted…) or closed (cancelled, rejected) without the provider's help.

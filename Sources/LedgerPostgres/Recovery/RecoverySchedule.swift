@@ -127,6 +127,43 @@ public struct RecoverySchedule: Sendable {
             "UPDATE recovery_schedule SET lease = NULL, leased_until = NULL WHERE order_id = \(claim.orderId) AND lease = \(claim.lease) RETURNING 1")
     }
 
+    // MARK: Sweeps
+
+    /// Takes the sweep of `source` for this node when it is due (`plan.sweepEvery` after the last one ended) and no
+    /// other node holds it; returns where the last sweep ended (the first starts `plan.firstSweepReach` back), or nil.
+    public func claimSweep(_ source: String, now: Date, plan: RecoveryPlan) async throws -> RecoverySweepClaim? {
+        let lease = UUID()
+        let first = now.addingTimeInterval(-plan.firstSweepReach.seconds)
+        let dueBefore = now.addingTimeInterval(-plan.sweepEvery.seconds)
+        let until = now.addingTimeInterval(plan.lease.seconds)
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            try await connection.queryToEnd(
+                "INSERT INTO recovery_sweeps (source, swept_until) VALUES (\(source), \(first)) ON CONFLICT (source) DO NOTHING",
+                logger: logger)
+            var claim: RecoverySweepClaim?
+            for try await sweptUntil in try await connection.query("""
+                UPDATE recovery_sweeps SET lease = \(lease), leased_until = \(until)
+                WHERE source = \(source) AND swept_until <= \(dueBefore)
+                  AND (leased_until IS NULL OR leased_until <= \(now))
+                RETURNING swept_until
+                """, logger: logger).decode(Date.self) {
+                claim = RecoverySweepClaim(source: source, sweptUntil: sweptUntil, lease: lease)
+            }
+            return claim
+        }
+    }
+
+    /// Gives the sweep back, swept up to `until` (the claim's own `sweptUntil` when it failed: the next round tries
+    /// again from there).
+    public func completeSweep(_ claim: RecoverySweepClaim, until: Date) async throws {
+        _ = try await count("""
+            UPDATE recovery_sweeps SET swept_until = \(until), lease = NULL, leased_until = NULL
+            WHERE source = \(claim.source) AND lease = \(claim.lease)
+            RETURNING 1
+            """)
+    }
+
     /// When the next pending order is due (nil: none is pending): how long the schedule may sleep.
     public func nextDue() async throws -> Date? {
         let logger = self.logger

@@ -66,3 +66,10 @@ public struct RecoveryEntry: Sendable, Hashable {
     public var endedAt: Date?
     public var attempts: [RecoveryAttempt]
 }
+
+/// A provider's history of undelivered notifications, held by this node to sweep from `sweptUntil`.
+public struct RecoverySweepClaim: Sendable, Hashable {
+    public var source: String
+    public var sweptUntil: Date
+    public var lease: UUID
+}
