@@ -79,6 +79,7 @@ struct RecoverCommandTests {
                 #expect(again.status == 0 && again.stdout.contains("already recorded"), "\(again.stdout)")
                 #expect(try await ledger.history("lost-1")?.entries.count == history.entries.count, "asked twice, recorded once")
 
+
                 let forged = try await recover("lost-2")
                 #expect(forged.status == 1 && forged.stdout.contains("did not verify"), "\(forged.stdout)\(forged.stderr)")
                 #expect(try await ledger.history("lost-2")?.entries.count == 3, "nothing recorded from a forged answer")
@@ -96,6 +97,18 @@ struct RecoverCommandTests {
                     #expect(lost.stdout.contains(expected), "\(expected): \(lost.stdout)")
                 }
                 #expect(try await ledger.history("lost-1")?.entries.count == history.entries.count)
+
+                // Granted, then refunded at Apple: asked again (support's question), Apple's answer carries the
+                // revocation, and the refund is recorded.
+                var granted = Lifecycle()
+                granted.transactionId = "2000000000000101"
+                _ = try await ledger.record(orderId: "lost-1", events: [granted.granted()], metadata: EventMetadata(actor: "test-suite"))
+                apple.hold(try messages.transaction(orderId: "lost-1", transactionId: "2000000000000101", revokedAt: Date()), for: "2000000000000101")
+                let refunded = try await recover("lost-1")
+                #expect(refunded.status == 0 && refunded.stdout.contains("recorded on order lost-1: provider.notified, order.refunded"),
+                        "\(refunded.stdout)\(refunded.stderr)")
+                #expect(try await ledger.order("lost-1")?.state == .refunded)
+
                 for usage in [["recover"], ["recover", "--order", "lost-1", "--lost"], ["recover", "--order", "lost-1", "--older-than", "1m"]] {
                     #expect(try await LedgerBinary.run(usage + ["--providers-config", providers], databaseURL: url).status == 64, "\(usage)")
                 }

@@ -26,15 +26,20 @@ public struct AppleMessages: Sendable {
 
     public func transaction(
         orderId: String, transactionId: String = "2000000000000001", productId: String = "gems.100", price: Int64 = 4990,
-        environment: String = "Production", signedDate: Date = Date(), by signer: ProviderTestKit.CA? = nil
+        environment: String = "Production", signedDate: Date = Date(), revokedAt: Date? = nil, by signer: ProviderTestKit.CA? = nil
     ) throws -> String {
-        try ProviderTestKit.jws(payload: [
+        var payload: [String: Any] = [
             "transactionId": transactionId, "originalTransactionId": transactionId,
             "appAccountToken": AppAccountToken.forOrderId(orderId).uuidString.lowercased(),
             "productId": productId, "bundleId": ProviderTestKit.bundleId,
             "purchaseDate": Self.milliseconds(signedDate.addingTimeInterval(-5)), "price": price, "currency": "USD",
             "environment": environment, "signedDate": Self.milliseconds(signedDate), "type": "Consumable", "quantity": 1,
-        ], ca: signer ?? ca)
+        ]
+        if let revokedAt {
+            payload["revocationDate"] = Self.milliseconds(revokedAt)
+            payload["revocationReason"] = 0
+        }
+        return try ProviderTestKit.jws(payload: payload, ca: signer ?? ca)
     }
 
     public func notification(
