@@ -15,13 +15,43 @@ struct RecoveryRoutes {
 
     func register(recoverers: RouterGroup<Context>) {
         recoverers.post("orders/{orderId}/recover", use: recover)
+        recoverers.post("app-store/order-lookup/{appleOrderId}", use: lookUpAppleOrder)
     }
+
+    /// `POST /v1/app-store/order-lookup/{appleOrderId}`: the order id on the customer's emailed receipt from Apple.
+    /// Apple's transactions for it are verified and recorded on the orders they belong to (`AppleOrderLookup`).
+    /// 404 when Apple knows no such order, 501 when the App Store cannot be asked, 502 `provider_unavailable` when
+    /// Apple did not answer.
+    @Sendable func lookUpAppleOrder(_ request: Request, context: Context) async throws -> Response {
+        let appleOrderId = try context.pathId("appleOrderId")
+        guard let recoverer else { throw Self.notConfigured }
+        switch try await recoverer.lookUpAppleOrder(appleOrderId) {
+        case .found(let transactions):
+            return JSONResponse.make(status: .ok, body: [
+                "appleOrderId": .string(appleOrderId),
+                "transactions": .array(transactions.map { transaction in
+                    .object([
+                        "transactionId": .text(transaction.transactionId), "productId": .text(transaction.productId),
+                        "orderId": .text(transaction.orderId), "outcome": .string(transaction.outcome.rawValue),
+                        "said": .string(transaction.said),
+                    ])
+                }),
+            ])
+        case .invalid:
+            throw APIError.notFound("Apple knows no order \(appleOrderId) for this app (the id on the customer's receipt, e.g. MK5TTTR3KP)")
+        case .notAsked(let reason, configuration: true):
+            throw APIError(.notImplemented, "not_configured", reason)
+        case .notAsked(let reason, configuration: false):
+            throw APIError(.badGateway, "provider_unavailable", reason + "; ask again later")
+        }
+    }
+
+    static let notConfigured = APIError(
+        .notImplemented, "not_configured", "no provider can be asked: serve needs --providers-config with a query section (docs/providers.md)")
 
     @Sendable func recover(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.pathId("orderId")
-        guard let recoverer else {
-            throw APIError(.notImplemented, "not_configured", "no provider can be asked: serve needs --providers-config with a query section (docs/providers.md)")
-        }
+        guard let recoverer else { throw Self.notConfigured }
         switch try await recoverer.askNow(orderId: orderId, askedBy: "token:\(context.actor)") {
         case .asked(let attempt, let next):
             return JSONResponse.make(status: .ok, body: attempt.json(next: next))

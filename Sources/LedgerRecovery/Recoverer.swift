@@ -159,7 +159,7 @@ public struct Recoverer: Sendable {
     }
 
     /// Records a verified answer; what came of it, in words.
-    private func record(_ message: ProviderMessage, said: String) async throws -> (RecoveryOutcome, String, [String]) {
+    func record(_ message: ProviderMessage, said: String) async throws -> (RecoveryOutcome, String, [String]) {
         do {
             switch try await database.ledger.recordProviderMessage(message) {
             case .recorded(let orderId, let followed, let refusal):

@@ -39,13 +39,18 @@ struct RecoverCommand: AsyncParsableCommand {
     var lost = false
     @Option(name: .customLong("older-than"), help: "With --lost: override the kinds' thresholds (lost_order 10m, stuck_payment 24h), e.g. 90s, 10m.")
     var olderThan: String?
+    @Option(name: .customLong("apple-order-id"), help: "The order id on the customer's receipt from Apple (e.g. MK5TTTR3KP): its transactions are looked up, verified and recorded on their orders.")
+    var appleOrderId: String?
     @Flag(name: .customLong("dry-run"), help: "Ask and verify, print what would be recorded, record nothing.")
     var dryRun = false
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var providers: ProviderOptions
 
     func validate() throws {
-        guard (orderId == nil) != !lost else { throw ValidationError("give exactly one of --order ID and --lost") }
+        guard [orderId != nil, lost, appleOrderId != nil].filter({ $0 }).count == 1 else {
+            throw ValidationError("give exactly one of --order ID, --lost and --apple-order-id ID")
+        }
+        if appleOrderId != nil, dryRun { throw ValidationError("--dry-run goes with --order or --lost") }
         if let orderId, !Identifier.isValidOrderId(orderId) { throw ValidationError("--order: order id " + Identifier.orderRule) }
         if olderThan != nil, !lost { throw ValidationError("--older-than goes with --lost") }
         if let olderThan, ThresholdText.parse(olderThan) == nil { throw ValidationError("--older-than must look like 90s, 10m, 24h") }
@@ -55,6 +60,13 @@ struct RecoverCommand: AsyncParsableCommand {
         let logger = Logger(label: "ledger.recover")
         let (_, questions) = try providers.loadWithQuestions(logger: logger)
         let (orderId, dryRun, threshold) = (orderId, dryRun, olderThan.flatMap(ThresholdText.parse))
+        if let appleOrderId {
+            let lookup = try await database.withLedger { opened in
+                try await Recoverer(database: opened, questions: questions, providers: questions.askable, logger: logger)
+                    .lookUpAppleOrder(appleOrderId)
+            }
+            return try Self.say(lookup, appleOrderId: appleOrderId)
+        }
         let reports: [RecoveryReport] = try await database.withLedger { opened in
             let recoverer = Recoverer(database: opened, questions: questions, providers: questions.askable, logger: logger)
             if let orderId { return [try await Self.recover(orderId, recoverer: recoverer, dryRun: dryRun)] }
@@ -91,6 +103,24 @@ struct RecoverCommand: AsyncParsableCommand {
     static func recover(_ orderId: String, recoverer: Recoverer, dryRun: Bool) async throws -> RecoveryReport {
         announce("asking the provider of order \(orderId)")
         return try await recoverer.askNow(orderId: orderId, askedBy: "cli", dryRun: dryRun)
+    }
+
+    /// Apple's order lookup in words, one line per transaction; exit 1 when Apple knows no such order, 69 when it did
+    /// not answer, 78 on a configuration error.
+    static func say(_ lookup: AppleOrderLookup, appleOrderId: String) throws {
+        switch lookup {
+        case .found(let transactions):
+            for transaction in transactions {
+                try StandardOutput.line("\(transaction.outcome.rawValue): \(transaction.said)"
+                    + (transaction.orderId.map { " (order \($0))" } ?? ""))
+            }
+        case .invalid:
+            try StandardOutput.line("Apple knows no order \(appleOrderId) for this app")
+            throw ExitCode(1)
+        case .notAsked(let reason, let configuration):
+            try? FileHandle.standardError.write(contentsOf: Data("Error: \(reason)\n".utf8))
+            throw ExitCode(configuration ? 78 : 69)
+        }
     }
 
     /// A report in words: what was asked, answered and recorded on standard output; a configuration error on

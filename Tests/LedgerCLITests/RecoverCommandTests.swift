@@ -127,6 +127,40 @@ struct RecoverCommandTests {
         }
     }
 
+    /// Support has only Apple's emailed receipt: its order id finds the transaction, which is verified and recorded
+    /// on the order it belongs to (by its appAccountToken: the app died before sending any receipt).
+    @Test func anAppleOrderIdFromTheCustomersReceiptFindsAndRecordsItsTransaction() async throws {
+        let messages = try AppleMessages()
+        let apple = FakeAppStoreServerAPI()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lookup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        apple.holdOrder("MK5TTTR3KP", signedTransactions: [try messages.transaction(orderId: "ao-1", transactionId: "2000000000000901")])
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            let lifecycle = Lifecycle()
+            _ = try await ledger.record(orderId: "ao-1", events: [lifecycle.created, lifecycle.queued], metadata: EventMetadata(actor: "test-suite"))
+            try await apple.run { base async throws -> Void in
+                let providers = try Self.configuration(in: directory, messages: messages, apple: apple, base: base).path
+                func lookUp(_ id: String) async throws -> LedgerBinary.Outcome {
+                    try await LedgerBinary.run(["recover", "--apple-order-id", id, "--providers-config", providers], databaseURL: url)
+                }
+                let found = try await lookUp("MK5TTTR3KP")
+                #expect(found.status == 0 && found.stdout.contains("recovered: Apple signed transaction 2000000000000901"), "\(found.stdout)\(found.stderr)")
+                #expect(found.stdout.contains("(order ao-1)"), "\(found.stdout)")
+                #expect(try await ledger.order("ao-1")?.state == .verified)
+                let again = try await lookUp("MK5TTTR3KP")
+                #expect(again.status == 0 && again.stdout.contains("already recorded"), "\(again.stdout)")
+                let unknown = try await lookUp("MKNOSUCH01")
+                #expect(unknown.status == 1 && unknown.stdout.contains("Apple knows no order MKNOSUCH01"), "\(unknown.stdout)\(unknown.stderr)")
+                let both = try await LedgerBinary.run(["recover", "--apple-order-id", "MK5TTTR3KP", "--lost", "--providers-config", providers], databaseURL: url)
+                #expect(both.status == 64)
+            }
+            let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
+            #expect(verify.status == 0, "\(verify.stdout)")
+        }
+    }
+
     /// Alipay is asked by our order id; its answer is signed over the exact text of the response, and only a verified
     /// one is recorded. A gateway that cannot check our signature answers `error_response`.
     @Test func alipayIsAskedByOrderIdAndItsSignedAnswerIsRecorded() async throws {
