@@ -10,9 +10,14 @@ enum JSONResponse {
     static let maximumBodySize = 256 * 1024
 
     static func make(status: HTTPResponse.Status, body: JSONValue, headers: HTTPFields = [:]) -> Response {
+        make(status: status, bytes: ByteBuffer(bytes: body.canonicalBytes), headers: headers)
+    }
+
+    /// An answer already rendered as canonical JSON.
+    static func make(status: HTTPResponse.Status, bytes: ByteBuffer, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body.canonicalBytes)))
+        return Response(status: status, headers: fields, body: .init(byteBuffer: bytes))
     }
 
     /// Reads a JSON request body: the content type must be JSON, the size within the limit, the text valid JSON.

@@ -32,7 +32,9 @@ public enum LedgerApplication {
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
         let reads = ReadSource(primary: ledger, replicas: replicas)
-        OrderRoutes(ledger: ledger, reads: reads, recovery: database.recovery, metrics: metrics, appStore: providers.appStore)
+        OrderRoutes(
+            ledger: ledger, reads: reads, recovery: database.recovery, metrics: metrics, histories: RenderedHistories(),
+            appStore: providers.appStore)
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)

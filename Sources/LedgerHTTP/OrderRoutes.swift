@@ -4,6 +4,7 @@ import Hummingbird
 import LedgerCore
 import LedgerPostgres
 import LedgerProviders
+import NIOCore
 
 /// `/v1/orders…`: post events, read an order, its history, and lists of orders.
 struct OrderRoutes {
@@ -14,6 +15,8 @@ struct OrderRoutes {
     /// The order's place on the recovery schedule, shown with the order (always the primary's).
     let recovery: RecoverySchedule
     let metrics: LedgerMetrics
+    /// History pages rendered once, answered again while their order's stream stays at their version.
+    let histories: RenderedHistories
     /// Verifies StoreKit 2 signed transactions posted on `receipt.received`; nil when the App Store is not configured.
     let appStore: AppStoreJWSVerifier?
 
@@ -70,11 +73,24 @@ struct OrderRoutes {
         let asOf = try query.time("asOf")
         let limit = try query.integer("limit", in: 1...Int64(Self.maximumHistoryPage)) ?? Int64(Self.defaultHistoryPage)
         let after = try query.integer("after", in: 0...Int64(Int32.max)) ?? 0
+        let key = RenderedHistories.Key(orderId: orderId, asOf: asOf, after: Int(after), limit: Int(limit))
+        let held = RenderedHistories.version(inIfNoneMatch: request.headers[.ifNoneMatch])
+        let histories = self.histories
         return try await reads.serve(request) { ledger in
+            // A page rendered before, or one the client holds: the stream's version says whether it is still the answer.
+            let rendered = histories.page(key)
+            if held != nil || rendered != nil, let current = try await ledger.streamVersion(orderId) {
+                let etag: HTTPFields = [.eTag: RenderedHistories.etag(current)]
+                if held == current { return Response(status: .notModified, headers: etag) }
+                if let rendered, rendered.version == current { return JSONResponse.make(status: .ok, bytes: rendered.body, headers: etag) }
+            }
             guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
                 throw APIError.notFound("order \(orderId) is not in the ledger")
             }
-            return JSONResponse.make(status: .ok, body: page.json)
+            let body = ByteBuffer(bytes: page.json.canonicalBytes)
+            guard let version = page.streamVersion else { return JSONResponse.make(status: .ok, bytes: body) }
+            histories.keep(key, RenderedHistories.Page(version: version, body: body))
+            return JSONResponse.make(status: .ok, bytes: body, headers: [.eTag: RenderedHistories.etag(version)])
         }
     }
 

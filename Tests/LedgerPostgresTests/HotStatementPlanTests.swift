@@ -28,11 +28,12 @@ struct HotStatementPlanTests {
             try await recordHappyOrders(1, prefix: "planned", on: ledger)
             _ = try await ledger.history(orders[0], after: 0, limit: 100)
             _ = try await ledger.history(orders[0], asOf: Date(), after: 0, limit: 100)
+            _ = try await ledger.streamVersion(orders[0])
 
             try await Self.burst(50_000, copying: orders[0], on: owner)
 
             let plans = try await service.withConnection { connection in try await Self.cachedPlans(on: connection) }
-            #expect(Set(plans.keys).isSuperset(of: ["ReadShape", "WriteShape", "PageShape", "PageAsOfShape"].map { "ledger.\($0)" }))
+            #expect(Set(plans.keys).isSuperset(of: ["ReadShape", "WriteShape", "PageShape", "PageAsOfShape", "VersionShape"].map { "ledger.\($0)" }))
             for (name, plan) in plans {
                 // The token epoch is one row for good (schema/009): scanning it is the lookup.
                 let scans = plan.split(separator: "\n").filter { $0.contains("Seq Scan") && !$0.contains("api_token_epoch") }

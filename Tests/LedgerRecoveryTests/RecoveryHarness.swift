@@ -81,8 +81,10 @@ struct RecoveryHarness: Sendable {
         try await database.recovery.entry(orderId, attempts: 100)
     }
 
-    /// The clock past the queued-payment threshold: the order may be lost now.
+    /// The clock past the queued-payment threshold of every order recorded so far: they may be lost now. Counted from
+    /// the wall clock (the events' times are the database's), not from the test clock's start: a busy machine may
+    /// take seconds to record them.
     func pastThreshold(_ plan: RecoveryPlan = .standard) {
-        clock.advance(plan.paymentUnansweredAfter + .seconds(1))
+        clock.set(max(clock.now, Date()).addingTimeInterval((plan.paymentUnansweredAfter + .seconds(1)).seconds))
     }
 }

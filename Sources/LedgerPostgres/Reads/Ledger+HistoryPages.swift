@@ -12,6 +12,10 @@ public struct HistoryPage: Sendable, Hashable {
     public var order: Order?
     /// The version to pass as `after` for the next page; nil on the last page.
     public var next: Int?
+    /// The order's stream version when the page was read (nil for an empty page): the page is the same answer for as
+    /// long as the stream stays at this version (`Ledger.streamVersion`), since events never change and a new one
+    /// only ever takes a higher version.
+    public var streamVersion: Int?
 }
 
 extension Ledger {
@@ -37,7 +41,7 @@ extension Ledger {
             }
             // One more than the page, to know whether another follows.
             let read = limit == Int.max ? limit : limit + 1
-            var events = try await store.readPage(orderId, after: after, asOf: asOf, limit: read, on: connection)
+            var (events, streamVersion) = try await store.readPage(orderId, after: after, asOf: asOf, limit: read, on: connection)
             let more = events.count > limit
             if more { events.removeLast() }
             if events.isEmpty && before == 0 {
@@ -47,7 +51,15 @@ extension Ledger {
             try fold.add(events)
             return HistoryPage(
                 orderId: orderId, asOf: asOf, entries: fold.entries, order: fold.order,
-                next: more ? fold.entries.last?.event.version : nil)
+                next: more ? fold.entries.last?.event.version : nil, streamVersion: streamVersion)
         }
+    }
+}
+
+extension Ledger {
+    /// The order's stream version now (nil: never seen), in one small statement that also confirms a cached token:
+    /// whether a history page rendered at some version is still the answer.
+    public func streamVersion(_ orderId: String) async throws -> Int? {
+        try await store.streamVersion(orderId)
     }
 }

@@ -27,23 +27,47 @@ extension EventStore {
     }
 
     /// At most `limit` of an order's events after version `after`, in version order, only those recorded by `asOf`
-    /// when given: one page of its history, read on `connection`.
+    /// when given: one page of its history, read on `connection`; and the stream's version in the same snapshot
+    /// (nil when the page is empty), which the page's answer is good for as long as it stays.
     func readPage(
         _ orderId: String, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
-    ) async throws -> [StoredEvent] {
+    ) async throws -> (events: [StoredEvent], streamVersion: Int?) {
         let query = Self.pageQuery(orderId, after: version, asOf: asOf, limit: limit)
         let rows = try await (asOf == nil
             ? connection.query(query, preparedAs: PageShape.self, logger: logger)
             : connection.query(query, preparedAs: PageAsOfShape.self, logger: logger))
         var events: [StoredEvent] = []
         var epoch: Int64?
+        var streamVersion: Int?
         for try await row in rows {
             let columns = row.makeRandomAccess()
             events.append(try Self.decode(columns))
             epoch = try columns[Self.columnCount].decode(Int64.self)
+            streamVersion = try columns[Self.columnCount + 1].decode(Int.self)
         }
         if confirmsTokens, let epoch { try await TokenConfirmation.confirm(epoch: epoch) }
-        return events
+        return (events, streamVersion)
+    }
+
+    /// The order's stream version now (nil: no such order), confirming a cached token like a page does: all a
+    /// request needs to know that an answer rendered at that version is still the answer.
+    func streamVersion(_ orderId: String) async throws -> Int? {
+        let confirmsTokens = self.confirmsTokens
+        return try await client.withConnection(within: Deadline.remaining) { [logger] connection in
+            var found: (version: Int, epoch: Int64)?
+            let rows = try await connection.query(Self.versionQuery(orderId), preparedAs: VersionShape.self, logger: logger)
+            for try await (version, epoch) in rows.decode((Int, Int64).self) { found = (version, epoch) }
+            if confirmsTokens, let found { try await TokenConfirmation.confirm(epoch: found.epoch) }
+            return found?.version
+        }
+    }
+
+    static func versionQuery(_ orderId: String) -> PostgresQuery {
+        "SELECT version, (SELECT epoch FROM api_token_epoch) FROM streams WHERE order_id = \(orderId)"
+    }
+
+    enum VersionShape: StatementShape {
+        static let sql = versionQuery("").sql
     }
 
     /// Whether the event at `position` is here: on a replica, whether it has replayed that append's commit.
@@ -55,17 +79,19 @@ extension EventStore {
     }
 
     /// The page's statement. The token epoch rides along (schema/009): a page that has rows confirms the request's
-    /// cached token.
+    /// cached token. So does the stream's version, read in the page's snapshot.
     static func pageQuery(_ orderId: String, after version: Int, asOf: Date?, limit: Int) -> PostgresQuery {
         if let asOf {
             """
-            SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch) FROM events
+            SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch),
+                   (SELECT s.version FROM streams s WHERE s.order_id = \(orderId)) AS stream_version FROM events
             WHERE order_id = \(orderId) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
             ORDER BY version LIMIT \(limit)
             """
         } else {
             """
-            SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch) FROM events
+            SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch),
+                   (SELECT s.version FROM streams s WHERE s.order_id = \(orderId)) AS stream_version FROM events
             WHERE order_id = \(orderId) AND version > \(version) ORDER BY version LIMIT \(limit)
             """
         }

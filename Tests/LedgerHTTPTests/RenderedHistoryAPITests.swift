@@ -1,0 +1,46 @@
+import Foundation
+import HTTPTypes
+import LedgerCore
+@testable import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("API: a history page rendered once is answered again while its order stays as it was")
+struct RenderedHistoryAPITests {
+    /// The second read of a page is the first's bytes, with its ETag; a new event makes a new answer at once; a
+    /// client holding the current ETag gets 304; a revoked token is refused even a page already rendered.
+    @Test func aRenderedPageIsReusedUntilTheOrderMovesAndNeverOutlivesItsToken() async throws {
+        try await API.run { api in
+            var order = Lifecycle()
+            for event in [order.created, order.queued] {
+                #expect(try await api.post("order-1", event).status == .created)
+            }
+            let uri = "/v1/orders/order-1/history"
+            let first = try await api.get(uri, token: "reader")
+            let etag = try #require(first.headers[.eTag])
+            #expect(first.status == .ok && etag == "\"h2\"")
+            let second = try await api.get(uri, token: "reader")
+            #expect(second.bodyText == first.bodyText && second.headers[.eTag] == etag)
+
+            order.transactionId = "2000000000000001"
+            #expect(try await api.post("order-1", order.receipt).status == .created)
+            let moved = try await api.get(uri, token: "reader")
+            #expect(moved.headers[.eTag] == "\"h3\"", "a new event, a new answer")
+            #expect(moved.json["events"]?.elements.count == 3 && moved.json["order"]?["state"] == "receipt_received", "\(moved.bodyText)")
+
+            let stale = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: etag])
+            #expect(stale.status == .ok && stale.json["events"]?.elements.count == 3)
+            let current = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: "\"h3\""])
+            #expect(current.status == .notModified && current.bodyText.isEmpty && current.headers[.eTag] == "\"h3\"")
+            // Another page of the same order is its own answer.
+            let page = try await api.get(uri + "?limit=1", token: "reader")
+            #expect(page.json["events"]?.elements.count == 1 && page.json["next"] == 1)
+
+            try await api.tokens.revoke(name: "reader")
+            let revoked = try await api.get(uri, token: "reader")
+            #expect(revoked.status == .unauthorized, "\(revoked.status) \(revoked.bodyText)")
+            let held = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: "\"h3\""])
+            #expect(held.status == .unauthorized)
+        }
+    }
+}
