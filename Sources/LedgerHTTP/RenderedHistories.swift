@@ -10,7 +10,8 @@ import Synchronization
 /// with the bytes already rendered: no events read, no fold, no JSON built.
 ///
 /// The version is also the page's `ETag`; a client that sends it back (`If-None-Match`) gets `304 Not Modified` while
-/// it still holds. Bounded: the oldest page rendered is forgotten first (`capacity` pages, a few KiB each).
+/// it still holds. Bounded: past `budget` bytes (32 MiB: some 8,000 pages of a six-event story), the oldest page
+/// rendered is forgotten first.
 final class RenderedHistories: Sendable {
     struct Key: Hashable, Sendable {
         let orderId: String
@@ -26,15 +27,18 @@ final class RenderedHistories: Sendable {
 
     private struct Pages {
         var byKey: [Key: Page] = [:]
-        /// Keys in the order they were rendered, a ring: the slot `next` holds the oldest.
-        var ring: [Key?]
-        var next = 0
+        /// Keys in the order they were rendered, oldest first from `head`.
+        var rendered: [Key] = []
+        var head = 0
+        var bytes = 0
     }
 
-    private let pages: Mutex<Pages>
+    private let pages = Mutex(Pages())
+    /// The most bytes of rendered pages kept: the oldest rendered is forgotten first.
+    let budget: Int
 
-    init(capacity: Int = 4096) {
-        pages = Mutex(Pages(ring: Array(repeating: nil, count: max(1, capacity))))
+    init(budget: Int = 32 << 20) {
+        self.budget = budget
     }
 
     func page(_ key: Key) -> Page? {
@@ -43,10 +47,23 @@ final class RenderedHistories: Sendable {
 
     func keep(_ key: Key, _ page: Page) {
         pages.withLock { pages in
-            if pages.byKey.updateValue(page, forKey: key) != nil { return }
-            if let oldest = pages.ring[pages.next] { pages.byKey.removeValue(forKey: oldest) }
-            pages.ring[pages.next] = key
-            pages.next = (pages.next + 1) % pages.ring.count
+            if let replaced = pages.byKey.updateValue(page, forKey: key) {
+                pages.bytes += page.body.readableBytes - replaced.body.readableBytes
+                return
+            }
+            pages.rendered.append(key)
+            pages.bytes += page.body.readableBytes
+            while pages.bytes > budget, pages.head < pages.rendered.count {
+                if let oldest = pages.byKey.removeValue(forKey: pages.rendered[pages.head]) {
+                    pages.bytes -= oldest.body.readableBytes
+                }
+                pages.head += 1
+            }
+            // The forgotten keys' slots are given back once they are half the list.
+            if pages.head > 1024, pages.head * 2 > pages.rendered.count {
+                pages.rendered.removeFirst(pages.head)
+                pages.head = 0
+            }
         }
     }
 

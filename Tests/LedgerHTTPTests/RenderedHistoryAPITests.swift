@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import LedgerCore
+@testable import LedgerHTTP
 @testable import LedgerPostgres
+import NIOCore
 import LedgerTestSupport
 import Testing
 
@@ -42,5 +44,19 @@ struct RenderedHistoryAPITests {
             let held = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: "\"h3\""])
             #expect(held.status == .unauthorized)
         }
+    }
+
+    /// Past its budget the oldest page rendered is forgotten first; a page rendered again replaces its bytes.
+    @Test func renderedPagesStayWithinTheirBudgetOldestForgottenFirst() {
+        let pages = RenderedHistories(budget: 10)
+        func key(_ id: String) -> RenderedHistories.Key { .init(orderId: id, asOf: nil, after: 0, limit: 100) }
+        func page(_ version: Int) -> RenderedHistories.Page { .init(version: version, body: ByteBuffer(string: "abcd")) }
+        pages.keep(key("a"), page(1))
+        pages.keep(key("b"), page(1))
+        pages.keep(key("a"), page(2))
+        #expect(pages.page(key("a"))?.version == 2 && pages.page(key("b")) != nil)
+        pages.keep(key("c"), page(1))
+        #expect(pages.page(key("a")) == nil, "the oldest rendered is forgotten")
+        #expect(pages.page(key("b")) != nil && pages.page(key("c")) != nil)
     }
 }
