@@ -6,7 +6,8 @@
 2. the service's single appends and batches right after the preload's burst of writes, with no ANALYZE and no
    restart first (how a user finds it), later compared with the same phases after VACUUM ANALYZE;
 2.+3. for 16 and 64 clients, back to back: pgbench on the minimal event store (minimal.py: the least work PostgreSQL
-   needs, database `ledger_bench_min`), pgbench replaying the service's own statements (workload.py), then the service
+   needs, database `ledger_bench_min`), pgbench on Message DB installed from its own scripts (messagedb.py, database
+   `ledger_bench_mdb`; skipped without them), pgbench replaying the service's own statements (workload.py), then the service
    (`ledger serve`, release build, driven by loadgen.py over loopback) for single-event appends, 6-event batches
    and history reads;
 4. `ledger rebuild` over >= 1,000,000 events vs `COPY (SELECT … ORDER BY position) TO STDOUT` through psql;
@@ -32,6 +33,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
+import messagedb  # noqa: E402
 import minimal  # noqa: E402
 import workload  # noqa: E402
 
@@ -341,6 +343,14 @@ def main():
         psql(url, "DROP DATABASE IF EXISTS ledger_bench_min")
         psql(url, "CREATE DATABASE ledger_bench_min")
         psql(min_url, minimal.SCHEMA)
+        mdb_url = with_database(url, messagedb.DATABASE) if messagedb.available() else None
+        if mdb_url:
+            psql(url, f"DROP DATABASE IF EXISTS {messagedb.DATABASE}")
+            psql(url, f"CREATE DATABASE {messagedb.DATABASE}")
+            psql(url, f"ALTER DATABASE {messagedb.DATABASE} SET search_path = message_store, public")
+            sh([pg_tool("psql"), mdb_url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", os.path.join(messagedb.DIRECTORY, "install.sql")])
+        else:
+            log(f"Message DB's scripts are not in {messagedb.DIRECTORY} (MESSAGE_DB_DIR): its column stays empty")
         pg_version = psql(url, "SHOW server_version")
         settings = psql(url, "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings "
                              "WHERE name IN ('shared_buffers','synchronous_commit','fsync','max_connections','wal_level')")
@@ -353,6 +363,8 @@ def main():
         log(f"raw database: preloading {horders} orders for history reads")
         sh([pg_tool("psql"), raw_url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", workload.preload_history_sql(horders)])
         sh([pg_tool("psql"), min_url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", minimal.preload_history_sql(horders)])
+        if mdb_url:
+            sh([pg_tool("psql"), mdb_url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", messagedb.preload_history_sql(horders)])
 
         port = int(os.environ.get("BENCH_PORT") or free_port())
         service = Service(ledger, url, port, os.path.join(args.out, "serve.log"))
@@ -374,6 +386,8 @@ def main():
         psql(url, "VACUUM ANALYZE")
         psql(raw_url, "VACUUM ANALYZE")
         psql(min_url, "VACUUM ANALYZE")
+        if mdb_url:
+            psql(mdb_url, "VACUUM ANALYZE")
 
         scripts = {"single": workload.pgbench_single_event(), "batch": workload.pgbench_batch(),
                    "history": workload.pgbench_history()}
@@ -385,6 +399,11 @@ def main():
                 variables["phase"] = len(results["pairs"])
                 log(f"{kind} x{clients}: pgbench, minimal store, {duration:.0f} s")
                 least = run_pgbench(min_url, minimal_scripts[kind], kind, clients, duration, variables, workdir, "minimal")
+                peer = None
+                if mdb_url:
+                    log(f"{kind} x{clients}: pgbench, Message DB, {duration:.0f} s")
+                    peer = run_pgbench(mdb_url, messagedb.pgbench_scripts()[kind], kind, clients, duration,
+                                       {"horders": horders}, workdir, "messagedb")
                 log(f"{kind} x{clients}: pgbench, the service's statements, {duration:.0f} s")
                 raw = run_pgbench(raw_url, scripts[kind], kind, clients, duration, variables, workdir)
                 log(f"{kind} x{clients}: service {duration:.0f} s")
@@ -398,17 +417,19 @@ def main():
                 requests = svc["requests_per_s"] * svc["seconds"]
                 svc["cpu_ms_per_1000_requests"] = (
                     1_000_000 * (after["cpu_s"] - before["cpu_s"]) / requests if requests else None)
-                pair = {"workload": kind, "clients": clients, "minimal": least, "raw": raw, "service": svc,
+                pair = {"workload": kind, "clients": clients, "minimal": least, "raw": raw, "service": svc, "peer": peer,
+                        "peer_ratio": ratio(svc["events_per_s"], peer["events_per_s"]) if peer else None,
                         "minimal_ratio": ratio(svc["events_per_s"], least["events_per_s"]),
                         "minimal_p99_ratio": ratio(svc["p99_ms"], least["p99_ms"]),
                         "throughput_ratio": ratio(svc["events_per_s"], raw["events_per_s"]),
                         "p99_ratio": ratio(svc["p99_ms"], raw["p99_ms"])}
                 results["pairs"].append(pair)
-                results["failed"] |= least["failed"] or raw["failed"] or svc["failed"]
+                results["failed"] |= least["failed"] or raw["failed"] or svc["failed"] or bool(peer and peer["failed"])
                 log(f"  minimal {fmt(least['events_per_s'])} ev/s p99 {fmt(least['p99_ms'], 2)} ms | raw "
                     f"{fmt(raw['events_per_s'])} ev/s p99 {fmt(raw['p99_ms'], 2)} ms | service "
                     f"{fmt(svc['events_per_s'])} ev/s p99 {fmt(svc['p99_ms'], 2)} ms, RSS {fmt(svc['peak_rss_mb'])} MB "
-                    f"| ratio vs minimal {fmt(pair['minimal_ratio'], 2)}, vs raw {fmt(pair['throughput_ratio'], 2)}")
+                    f"| ratio vs minimal {fmt(pair['minimal_ratio'], 2)}, vs raw {fmt(pair['throughput_ratio'], 2)}"
+                    + (f", vs Message DB {fmt(pair['peer_ratio'], 2)} ({fmt(peer['events_per_s'])}/s)" if peer else ""))
         for kind, burst in results.get("burst", {}).items():
             analysed = next((p for p in results["pairs"] if p["workload"] == kind and p["clients"] == burst["clients"]), None)
             burst["vs_analysed"] = ratio(burst["service"]["events_per_s"], analysed["service"]["events_per_s"]) if analysed else None
@@ -485,6 +506,9 @@ def targets(results):
                 f"{r:.2f}x, {ev:,.0f} events/s", r >= 0.5 and ev >= 9_000)
         else:
             add(f"history reads >= 0.4x the minimal store ({clients} clients)", f"{r:.2f}x", r >= 0.4)
+            if p.get("peer_ratio") is not None:
+                add(f"history reads >= Message DB's get_stream_messages ({clients} clients)",
+                    f"{p['peer_ratio']:.2f}x ({ev:,.0f} vs {p['peer']['events_per_s']:,.0f} req/s)", p["peer_ratio"] >= 1)
     for p in results["pairs"]:
         r = p["minimal_p99_ratio"]
         add(f"p99 <= 3x the minimal store's p99 ({p['workload']}, {p['clients']} clients)",
@@ -508,37 +532,39 @@ def targets(results):
 
 def table(results):
     lines = []
-    head = ("| workload | clients | minimal /s | minimal p99 ms | raw /s | raw p99 ms | service /s | service p50 ms "
-            "| service p99 ms | service RSS MB | service CPU % | CPU ms / 1000 req | vs minimal /s | vs minimal p99 "
-            "| vs raw /s | vs raw p99 |")
+    head = ("| workload | clients | minimal /s | minimal p99 ms | Message DB /s | Message DB p99 ms | raw /s | raw p99 ms "
+            "| service /s | service p50 ms | service p99 ms | service RSS MB | service CPU % | CPU ms / 1000 req "
+            "| vs minimal /s | vs minimal p99 | vs Message DB /s | vs raw /s | vs raw p99 |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     for p in results["pairs"]:
-        least, raw, svc = p["minimal"], p["raw"], p["service"]
+        least, raw, svc, peer = p["minimal"], p["raw"], p["service"], p.get("peer") or {}
         unit = "req" if p["workload"] == "history" else "ev"
-        flag = " FAILED" if least["failed"] or raw["failed"] or svc["failed"] else ""
+        flag = " FAILED" if least["failed"] or raw["failed"] or svc["failed"] or peer.get("failed") else ""
         lines.append(
             f"| {p['workload']}{flag} | {p['clients']} | {fmt(least['events_per_s'])} {unit} | {fmt(least['p99_ms'], 2)} | "
+            f"{fmt(peer.get('events_per_s'))} | {fmt(peer.get('p99_ms'), 2)} | "
             f"{fmt(raw['events_per_s'])} {unit} | {fmt(raw['p99_ms'], 2)} | {fmt(svc['events_per_s'])} {unit} | "
             f"{fmt(svc['p50_ms'], 2)} | {fmt(svc['p99_ms'], 2)} | {fmt(svc['peak_rss_mb'], 0)} | "
             f"{fmt(svc['service_cpu_pct'], 0)} | {fmt(svc['cpu_ms_per_1000_requests'], 0)} | "
-            f"{fmt(p['minimal_ratio'], 2)} | {fmt(p['minimal_p99_ratio'], 2)} | "
+            f"{fmt(p['minimal_ratio'], 2)} | {fmt(p['minimal_p99_ratio'], 2)} | {fmt(p.get('peer_ratio'), 2)} | "
             f"{fmt(p['throughput_ratio'], 2)} | {fmt(p['p99_ratio'], 2)} |")
     for kind, burst in results.get("burst", {}).items():
         svc = burst["service"]
         lines.append(
-            f"| {kind} after a burst{' FAILED' if svc['failed'] else ''} | {burst['clients']} | - | - | - | - | "
+            f"| {kind} after a burst{' FAILED' if svc['failed'] else ''} | {burst['clients']} | - | - | - | - | - | - | "
             f"{fmt(svc['events_per_s'])} ev | {fmt(svc['p50_ms'], 2)} | {fmt(svc['p99_ms'], 2)} | - | - | - | "
-            f"{fmt(burst.get('vs_analysed'), 2)} of the analysed run | - | - | - |")
+            f"{fmt(burst.get('vs_analysed'), 2)} of the analysed run | - | - | - | - |")
     rb = results.get("rebuild")
     if rb:
         lines.append(
             f"| rebuild{' FAILED' if rb['failed'] else ''} ({rb['events']:,} events) | 1 | {fmt(rb['copy_events_per_s'])} ev "
-            f"(COPY, {rb['copy_seconds']:.2f} s) | - | - | - | {fmt(rb['rebuild_events_per_s'])} ev ({rb['rebuild_seconds']:.2f} s) "
-            f"| - | - | {fmt(rb['rebuild_peak_rss_mb'], 0)} | - | - | {fmt(rb['ratio'], 2)} | - | - | - |")
+            f"(COPY, {rb['copy_seconds']:.2f} s) | - | - | - | - | - | {fmt(rb['rebuild_events_per_s'])} ev ({rb['rebuild_seconds']:.2f} s) "
+            f"| - | - | {fmt(rb['rebuild_peak_rss_mb'], 0)} | - | - | {fmt(rb['ratio'], 2)} | - | - | - | - |")
     lines.append("")
     lines.append("/s: events per second for appends and rebuild (a batch is 6 events), requests per second for history; "
                  "latencies per request (per pgbench transaction for the baselines). minimal: the least work PostgreSQL "
-                 "needs (scripts/bench/minimal.py); raw: the service's own statements replayed (workload.py).")
+                 "needs (scripts/bench/minimal.py); Message DB: its write_message / get_stream_messages through pgbench "
+                 "(messagedb.py); raw: the service's own statements replayed (workload.py).")
     lines.append("")
     for t in results.get("targets", []):
         lines.append(f"- {'MET    ' if t['met'] else 'NOT MET'} {t['target']}: {t['figure']}")
