@@ -28,14 +28,7 @@ public struct AlipayNotificationVerifier: Sendable {
 
     public func verify(body: some Collection<UInt8>) throws(AlipayVerificationError) -> AlipayNotification {
         let parameters = try Self.parameters(of: body)
-        guard let sign = parameters["sign"], !sign.isEmpty else { throw .missingSignature }
-        if let signType = parameters["sign_type"], signType != "RSA2" { throw .unsupportedSignType(signType) }
-        guard let signature = Base64Decoding.standard(sign) else { throw .malformedSignature }
-        let content = Self.signedContent(parameters)
-        guard publicKey.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: Array(content.utf8)),
-            padding: .insecurePKCS1v1_5)
-        else { throw .signatureInvalid }
+        try checkSignature(parameters)
 
         let foundAppId = try Self.required("app_id", in: parameters)
         guard foundAppId == appId else { throw .appIdMismatch(found: foundAppId) }
@@ -60,6 +53,19 @@ public struct AlipayNotificationVerifier: Sendable {
             paymentTime: try Self.beijingTime("gmt_payment", in: parameters),
             refundTime: try Self.beijingTime("gmt_refund", in: parameters),
             parameters: parameters, rawBody: Array(body))
+    }
+
+    /// `sign` (RSA2) over the signed content, with Alipay's key: the check that proves Alipay sent these parameters,
+    /// and the only one a stored notification is put to again (`verifyStoredNotification`).
+    func checkSignature(_ parameters: [String: String]) throws(AlipayVerificationError) {
+        guard let sign = parameters["sign"], !sign.isEmpty else { throw .missingSignature }
+        if let signType = parameters["sign_type"], signType != "RSA2" { throw .unsupportedSignType(signType) }
+        guard let signature = Base64Decoding.standard(sign) else { throw .malformedSignature }
+        let content = Self.signedContent(parameters)
+        guard publicKey.isValidSignature(
+            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: Array(content.utf8)),
+            padding: .insecurePKCS1v1_5)
+        else { throw .signatureInvalid }
     }
 
     /// The string Alipay signed (see the type's documentation).

@@ -44,16 +44,7 @@ extension AlipayNotificationVerifier {
 
     /// Verifies and reads an `alipay.trade.query` answer for `orderId`.
     public func verifyQueryAnswer(_ body: [UInt8], orderId: String) throws(AlipayVerificationError) -> AlipayTradeQueryAnswer {
-        guard let document = try? JSONValue(parsing: body), case .string(let sign)? = document["sign"] else {
-            throw .missingSignature
-        }
-        // A refused request (a bad signature of ours, a wrong app id) is answered as `error_response`, signed alike.
-        let key = Self.rawMember(Self.queryResponseKey, of: body) != nil ? Self.queryResponseKey : "error_response"
-        guard let content = Self.rawMember(key, of: body) else { throw .missingParameter(Self.queryResponseKey) }
-        guard let signature = Base64Decoding.standard(sign) else { throw .malformedSignature }
-        guard publicKey.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: content), padding: .insecurePKCS1v1_5)
-        else { throw .signatureInvalid }
+        let (document, key) = try checkQueryAnswerSignature(body)
         guard case .object(let response)? = document[key] else { throw .malformedBody }
         var parameters: [String: String] = [:]
         for (key, value) in response { if case .string(let text) = value { parameters[key] = text } }
@@ -73,6 +64,23 @@ extension AlipayNotificationVerifier {
         return .trade(AlipayQueriedTrade(
             orderId: found, tradeNo: try Self.required("trade_no", in: parameters), tradeStatus: tradeStatus,
             totalAmount: totalAmount, paymentTime: try Self.beijingTime("send_pay_date", in: parameters), rawBody: body))
+    }
+
+    /// `sign` over the exact text of the answer's response, with Alipay's key: the check that proves Alipay answered
+    /// this, and the only one a stored answer is put to again (`verifyStoredQueryAnswer`). Returns the parsed body and
+    /// the member that was signed: `alipay_trade_query_response`, or `error_response` for a refused request (a bad
+    /// signature of ours, a wrong app id), signed alike.
+    func checkQueryAnswerSignature(_ body: [UInt8]) throws(AlipayVerificationError) -> (document: JSONValue, key: String) {
+        guard let document = try? JSONValue(parsing: body), case .string(let sign)? = document["sign"] else {
+            throw .missingSignature
+        }
+        let key = Self.rawMember(Self.queryResponseKey, of: body) != nil ? Self.queryResponseKey : "error_response"
+        guard let content = Self.rawMember(key, of: body) else { throw .missingParameter(Self.queryResponseKey) }
+        guard let signature = Base64Decoding.standard(sign) else { throw .malformedSignature }
+        guard publicKey.isValidSignature(
+            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: content), padding: .insecurePKCS1v1_5)
+        else { throw .signatureInvalid }
+        return (document, key)
     }
 
     /// The exact bytes of the value of the top-level member `key` (an object), as they appear in `body`.

@@ -79,10 +79,19 @@ public struct WeChatPayNotificationVerifier: Sendable, CustomStringConvertible, 
             resource: resource, rawBody: body)
     }
 
-    /// AEAD_AES_256_GCM: `ciphertext` is base64 of ciphertext ‖ tag; `nonce` and `associated_data` are UTF-8 text.
     /// What WeChat Pay signs, on a notification as on an API answer: `Wechatpay-Signature` by the platform key
     /// `Wechatpay-Serial` names, over `timestamp\nnonce\nbody\n`, with the timestamp within the allowed skew.
     func checkSignature(headers: WeChatPayHeaders, body: [UInt8], now: Date) throws(WeChatPayVerificationError) {
+        let timestamp = try checkSignature(headers: headers, body: body)
+        let skew = Double(timestamp) - now.timeIntervalSince1970
+        guard abs(skew) <= maximumClockSkew else {
+            throw .timestampOutOfWindow(secondsFromNow: Int64(exactly: skew.rounded()) ?? (skew < 0 ? .min : .max))
+        }
+    }
+
+    /// The signature alone, whenever it was made: what a stored message is put to again (`verifyStoredSignature`),
+    /// since an audit runs long after the timestamp was fresh. Returns the timestamp it covers (seconds).
+    func checkSignature(headers: WeChatPayHeaders, body: [UInt8]) throws(WeChatPayVerificationError) -> Int64 {
         guard let key = platformKeys[headers.serial] else { throw .unknownSerial(headers.serial) }
         guard let signature = Base64Decoding.standard(headers.signature) else { throw .malformedSignature }
         let timestampBytes = Array(headers.timestamp.utf8)
@@ -94,12 +103,10 @@ public struct WeChatPayNotificationVerifier: Sendable, CustomStringConvertible, 
             _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: message),
             padding: .insecurePKCS1v1_5)
         else { throw .signatureInvalid }
-        let skew = Double(timestamp) - now.timeIntervalSince1970
-        guard abs(skew) <= maximumClockSkew else {
-            throw .timestampOutOfWindow(secondsFromNow: Int64(exactly: skew.rounded()) ?? (skew < 0 ? .min : .max))
-        }
+        return timestamp
     }
 
+    /// AEAD_AES_256_GCM: `ciphertext` is base64 of ciphertext ‖ tag; `nonce` and `associated_data` are UTF-8 text.
     func decrypt(_ resource: WeChatPayWire.EncryptedResource) throws(WeChatPayVerificationError) -> [UInt8] {
         guard resource.algorithm == "AEAD_AES_256_GCM" else { throw .unsupportedAlgorithm(resource.algorithm) }
         guard let combined = Base64Decoding.standard(resource.ciphertext), combined.count >= 16,

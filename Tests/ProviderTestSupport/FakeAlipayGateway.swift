@@ -85,11 +85,9 @@ public final class FakeAlipayGateway: Sendable {
 
     /// The body Alipay sends: the response object's text, and `sign` over exactly that text.
     private func signed(_ key: String, _ response: [String: JSONValue]) -> Response {
-        let text = JSONValue.object(response).canonicalJSON
-        let sign = (try? ProviderTestKit.rsaSign(Array(text.utf8), with: ProviderTestKit.alipayKey)) ?? ""
-        let body = "{\"\(key)\":\(text),\"sign\":\"\(sign)\"}"
+        let body = (try? ProviderTestKit.alipayAnswer(response, member: key)) ?? []
         return Response(status: .ok, headers: [.contentType: "application/json;charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(string: body)))
+                        body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     static func parameters(_ form: String) -> [String: String] {

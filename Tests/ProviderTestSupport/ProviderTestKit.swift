@@ -206,6 +206,15 @@ public enum ProviderTestKit {
         return formEncode(sent + [("sign", sign), ("sign_type", "RSA2")])
     }
 
+    /// An `alipay.trade.query` answer as Alipay sends it: `{"KEY": RESPONSE, "sign": ...}`, `sign` by `key` over the
+    /// exact text of RESPONSE.
+    public static func alipayAnswer(_ response: [String: JSONValue], member: String = "alipay_trade_query_response",
+                                    key: _RSA.Signing.PrivateKey = alipayKey) throws -> [UInt8] {
+        let text = JSONValue.object(response).canonicalJSON
+        let sign = try rsaSign(Array(text.utf8), with: key)
+        return Array("{\"\(member)\":\(text),\"sign\":\"\(sign)\"}".utf8)
+    }
+
     public static func alipayVerifier() -> AlipayNotificationVerifier {
         AlipayNotificationVerifier(appId: alipayAppId, publicKey: alipayKey.publicKey)
     }
