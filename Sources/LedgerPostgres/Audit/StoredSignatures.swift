@@ -1,19 +1,31 @@
 import Foundation
+import LedgerCore
 import Logging
 import PostgresNIO
 
 /// A signed App Store message the ledger keeps verbatim: a notification (`provider.notified` evidence, or a message
-/// no order matched), a StoreKit 2 signed transaction (`receipt.received`), or Apple's answer when the ledger asked
+/// kept alone), a StoreKit 2 signed transaction (`receipt.received`), or Apple's answer when the ledger asked
 /// (`provider.notified` whose evidence is `signedTransactionInfo`: a signed transaction).
 public struct StoredAppStoreJWS: Sendable, Hashable {
     public enum Kind: String, Sendable { case notification, transaction }
-    /// Where it is kept: `order ORDER version N`, or `unmatched NOTIFICATION_UUID`.
+    /// Where it is kept: `order ORDER version N`, `unmatched NOTIFICATION_UUID` or `refused NOTIFICATION_UUID` (kept
+    /// alone: no order matched, or the event rules refused its values).
     public var location: String
     public var kind: Kind
     public var jws: String
 }
 
-/// Reads every stored App Store JWS for `ledger verify --signatures`, one at a time (memory holds one).
+/// A signed Alipay or WeChat Pay message the ledger keeps verbatim, as its `evidence` holds it (the body, and for
+/// WeChat Pay the `Wechatpay-*` headers): a notification (`provider.notified`, or a message no order matched or the
+/// event rules refused) or the provider's answer when the ledger asked (`"source": "query"`).
+public struct StoredProviderMessage: Sendable, Hashable {
+    /// Where it is kept: `order ORDER version N`, `unmatched NOTIFICATION_ID` or `refused NOTIFICATION_ID`.
+    public var location: String
+    public var provider: Provider
+    public var evidence: JSONValue
+}
+
+/// Reads every stored signed message for `ledger verify --signatures`, one at a time (memory holds one).
 struct StoredSignatures: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -34,7 +46,7 @@ struct StoredSignatures: Sendable {
             SELECT 'order ' || order_id || ' version ' || version, 'transaction', data->>'signedTransaction', position
             FROM events WHERE type = 'receipt.received' AND data ? 'signedTransaction'
             UNION ALL
-            SELECT 'unmatched ' || notification_id,
+            SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id,
                    CASE WHEN unmatched_data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
                    COALESCE(unmatched_data->'evidence'->>'signedPayload', unmatched_data->'evidence'->>'signedTransactionInfo'), NULL
             FROM provider_messages WHERE order_id IS NULL AND provider = 'app_store'
@@ -42,6 +54,27 @@ struct StoredSignatures: Sendable {
             """, logger: logger)
         for try await (location, kind, jws, _) in rows.decode((String, String, String?, Int64?).self) {
             try await body(StoredAppStoreJWS(location: location, kind: kind == "transaction" ? .transaction : .notification, jws: jws ?? ""))
+        }
+    }
+
+    /// Every Alipay and WeChat Pay message kept: on orders (`provider.notified`), then those kept in
+    /// `provider_messages` alone (unmatched, or refused by the event rules), in the order they were recorded.
+    func forEachProviderMessage(_ body: (StoredProviderMessage) async throws -> Void) async throws {
+        let rows = try await client.query(
+            """
+            SELECT 'order ' || order_id || ' version ' || version, data->>'provider', (data->'evidence')::text, position
+            FROM events WHERE type = 'provider.notified' AND data->>'provider' IN ('alipay', 'wechat_pay')
+            UNION ALL
+            SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id, provider,
+                   (unmatched_data->'evidence')::text, NULL
+            FROM provider_messages WHERE order_id IS NULL AND provider IN ('alipay', 'wechat_pay')
+            ORDER BY 4 NULLS LAST, 1
+            """, logger: logger)
+        for try await (location, provider, evidence, _) in rows.decode((String, String, String?, Int64?).self) {
+            // Evidence that is missing or unreadable is handed on as null: its check fails, naming what is missing.
+            try await body(StoredProviderMessage(
+                location: location, provider: Provider(rawValue: provider) ?? .other,
+                evidence: evidence.flatMap { try? JSONValue(parsing: Array($0.utf8)) } ?? .null))
         }
     }
 }

@@ -63,6 +63,12 @@ public struct Operations: Sendable {
         try await StoredSignatures(client: client, logger: logger).forEachAppStoreJWS(body)
     }
 
+    /// Every Alipay and WeChat Pay signed message the ledger keeps (notifications, answers to its queries), for
+    /// `verify --signatures`.
+    public func forEachStoredProviderMessage(_ body: (StoredProviderMessage) async throws -> Void) async throws {
+        try await StoredSignatures(client: client, logger: logger).forEachProviderMessage(body)
+    }
+
     /// Rebuilds every projection from the log and swaps them in (`ProjectionRebuild`).
     public func rebuild(
         pageSize: Int, progress: (ProjectionRebuild.Progress) async throws -> Void = { _ in }
