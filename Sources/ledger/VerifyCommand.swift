@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LedgerPostgres
-import LedgerProviders
 import Logging
 
 /// `ledger verify`: hash chains, digests and projections; exit status 1 with a report when anything fails.
@@ -12,7 +11,7 @@ struct VerifyCommand: AsyncParsableCommand {
 
     @Option(help: "A digest saved earlier, as DIGEST@POSITION: prove the history up to POSITION is unchanged.")
     var digest: String?
-    @Flag(help: "Also verify every stored App Store JWS (notifications, signed transactions) against the configured roots.")
+    @Flag(help: "Also verify again every stored signed message (App Store JWS; Alipay's and WeChat Pay's notifications and query answers) with the keys --providers-config configures.")
     var signatures = false
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var providers: ProviderOptions
@@ -24,11 +23,11 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             return pinned
         }
-        let verifier = try signatures ? appStoreVerifier() : nil
+        let audit = try signatures ? signatureAudit() : nil
         let (report, signatureLines, signaturesPassed) = try await database.withLedger { opened in
             let report = try await opened.operations.verify(pinned: pinned)
-            guard let verifier else { return (report, [String](), true) }
-            let (lines, passed) = try await Self.verifySignatures(opened.operations, verifier: verifier)
+            guard let audit else { return (report, [String](), true) }
+            let (lines, passed) = try await audit.run(opened.operations)
             return (report, lines, passed)
         }
         var text = VerifyReportText.render(report)
@@ -41,32 +40,13 @@ struct VerifyCommand: AsyncParsableCommand {
         if !report.passed || !signaturesPassed { throw ExitCode(1) }
     }
 
-    private func appStoreVerifier() throws -> AppStoreJWSVerifier {
-        guard let verifier = try providers.load(logger: Logger(label: "ledger")).appStore else {
-            throw ValidationError("--signatures needs the App Store's trusted roots: --providers-config (or LEDGER_PROVIDERS_CONFIG) with an appStore section")
+    /// The keys of every provider the file configures; a file configuring none is an error: nothing could be checked.
+    private func signatureAudit() throws -> SignatureAudit {
+        let verifiers = try providers.load(logger: Logger(label: "ledger"))
+        guard verifiers.appStore != nil || verifiers.alipay != nil || verifiers.wechatPay != nil else {
+            throw ValidationError("--signatures needs the providers' keys: --providers-config (or LEDGER_PROVIDERS_CONFIG) with an appStore, alipay or wechatPay section")
         }
-        return verifier
-    }
-
-    /// Verifies each stored App Store JWS again (chain at its signedDate, OIDs, signature, app): a report line per
-    /// failure and a summary.
-    static func verifySignatures(_ operations: Operations, verifier: AppStoreJWSVerifier) async throws -> ([String], Bool) {
-        var checked = 0
-        var failures: [String] = []
-        try await operations.forEachStoredAppStoreJWS { stored in
-            checked += 1
-            do {
-                switch stored.kind {
-                case .notification: _ = try await verifier.verifyNotification(stored.jws, now: Date())
-                case .transaction: _ = try await verifier.verifyTransaction(stored.jws, now: Date())
-                }
-            } catch {
-                failures.append("  \(stored.location) (\(stored.kind.rawValue)): \(error)")
-            }
-        }
-        let summary = failures.isEmpty
-            ? "signatures: ok, \(checked) App Store JWS verified" : "signatures: \(failures.count) of \(checked) App Store JWS fail"
-        return ([summary] + failures, failures.isEmpty)
+        return SignatureAudit(verifiers: verifiers)
     }
 }
 

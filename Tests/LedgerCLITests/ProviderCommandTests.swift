@@ -4,8 +4,9 @@ import LedgerCore
 import LedgerTestSupport
 import ProviderTestSupport
 import Testing
+import _CryptoExtras
 
-@Suite("CLI: verify --signatures re-verifies every stored App Store JWS against the configured roots")
+@Suite("CLI: verify --signatures re-verifies every stored signed message with the configured keys")
 struct ProviderCommandTests {
     @Test func storedSignaturesVerifyAgainstTheirRootAndFailAgainstAnother() async throws {
         let apple = try AppleMessages()
@@ -45,6 +46,110 @@ struct ProviderCommandTests {
             let unconfigured = try await LedgerBinary.run(["verify", "--signatures"], databaseURL: url)
             #expect(unconfigured.status != 0)
             #expect(unconfigured.stderr.contains("--providers-config"), "\(unconfigured.stderr)")
+        }
+    }
+
+    /// Alipay's and WeChat Pay's messages as each reaches the ledger: notifications (verified as their endpoints verify
+    /// them; one of each matching no order, kept alone; WeChat Pay's signed long before the audit) and the answers to
+    /// `ledger recover`'s questions (from the stand-ins). `verify --signatures` checks every one again with the file's
+    /// keys, names each one another key fails, and says which it could not check for want of keys.
+    @Test func storedAlipayAndWeChatPayMessagesVerifyAgainWithTheirKeysAndFailWithOthers() async throws {
+        typealias Kit = ProviderTestKit
+        let gateway = try FakeAlipayGateway()
+        let wechat = try FakeWeChatPayAPI()
+        gateway.hold(orderId: "ali-q", tradeNo: "2026112522001400000000000011")
+        wechat.hold(orderId: "wx-q", state: "SUCCESS", transactionId: "4200001234202611250000000011")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("signatures-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        /// A providers file (keys only, no questions) naming `alipay` as Alipay's key and `wechatPay` as the platform key.
+        @Sendable func keys(_ name: String, alipay: _RSA.Signing.PublicKey?, wechatPay: _RSA.Signing.PublicKey?) throws -> String {
+            var configuration: [String: Any] = [:]
+            if let alipay { configuration["alipay"] = ["appId": Kit.alipayAppId, "publicKey": alipay.pemRepresentation] }
+            if let wechatPay {
+                configuration["wechatPay"] = [
+                    "merchantId": Kit.merchantId, "apiV3Key": Kit.apiV3KeyText,
+                    "platformKeys": [["serial": Kit.platformSerial, "pem": wechatPay.pemRepresentation]],
+                ]
+            }
+            let url = directory.appendingPathComponent(name)
+            try Kit.json(configuration).write(to: url)
+            return url.path
+        }
+
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            for (orderId, provider) in [("ali-n", "alipay"), ("ali-q", "alipay"), ("wx-n", "wechat_pay"), ("wx-q", "wechat_pay")] {
+                _ = try await ledger.record(orderId: orderId, events: [Submission(
+                    eventId: UUID(), type: "order.created",
+                    data: ["accountId": "acct-1", "productId": "vip.month", "amount": ["value": 1234, "currency": "CNY"], "provider": .string(provider)])],
+                    metadata: EventMetadata(actor: "test-suite"))
+            }
+            // Notifications, verified as /v1/providers/alipay/notify and /v1/providers/wechat/notify verify them; the
+            // last Alipay one signs a trade_no the event rules refuse, so it is kept alone, refused.
+            for (orderId, tradeNo) in [("ali-n", "2026050122001400000000000020"), ("nobody", "2026050122001400000000000021"), ("ali-n", "T x ü")] {
+                let body = try Kit.alipayBody(Kit.alipayParameters([
+                    "out_trade_no": orderId, "notify_id": "notify-\(orderId)-\(tradeNo.count)", "trade_no": tradeNo,
+                ]))
+                _ = try await ledger.recordProviderMessage(try Kit.alipayVerifier().verify(body: body).message(receivedAt: Date()))
+            }
+            for (index, orderId) in ["wx-n", "nobody"].enumerated() {
+                var resource = Kit.wechatPaymentResource()
+                resource["out_trade_no"] = orderId
+                resource["transaction_id"] = "420000123420261125000000002\(index)"
+                let body = try Kit.wechatBody(resource: resource, id: "EV-\(orderId)")
+                let headers = try Kit.wechatHeaders(body: body, timestamp: Kit.now)
+                let notification = try Kit.wechatVerifier().verify(headers: headers, body: body, now: Kit.now)
+                _ = try await ledger.recordProviderMessage(notification.message(headers: headers, receivedAt: Date()))
+            }
+            // Answers to the ledger's questions, recorded by `ledger recover`.
+            try await gateway.run { base async throws -> Void in
+                let keyFile = directory.appendingPathComponent("app_private_key.pem")
+                try Data(gateway.appPrivateKeyPEM.utf8).write(to: keyFile)
+                let providers = directory.appendingPathComponent("alipay-query.json")
+                try Kit.json(["alipay": [
+                    "appId": Kit.alipayAppId, "publicKey": Kit.alipayKey.publicKey.pemRepresentation,
+                    "query": ["appPrivateKeyPath": keyFile.lastPathComponent, "gatewayURL": base],
+                ]]).write(to: providers)
+                let recovered = try await LedgerBinary.run(["recover", "--order", "ali-q", "--providers-config", providers.path], databaseURL: url)
+                #expect(recovered.status == 0, "\(recovered.stdout)\(recovered.stderr)")
+            }
+            try await wechat.run { base async throws -> Void in
+                let providers = try wechat.providersFile(in: directory, base: base)
+                let recovered = try await LedgerBinary.run(["recover", "--order", "wx-q", "--providers-config", providers], databaseURL: url)
+                #expect(recovered.status == 0, "\(recovered.stdout)\(recovered.stderr)")
+            }
+
+            let right = try keys("right.json", alipay: Kit.alipayKey.publicKey, wechatPay: Kit.wechatPlatformKey.publicKey)
+            let passed = try await LedgerBinary.run(["verify", "--signatures", "--providers-config", right], databaseURL: url)
+            #expect(passed.status == 0, "\(passed.stdout)\(passed.stderr)")
+            #expect(passed.stdout.contains("signatures: ok, 4 Alipay messages verified\nsignatures: ok, 3 WeChat Pay messages verified\n"),
+                    "\(passed.stdout)")
+            #expect(!passed.stdout.contains("App Store"), "none kept, none configured: \(passed.stdout)")
+            #expect(passed.stdout.hasSuffix("PASSED\n"))
+
+            let other = try keys("other.json", alipay: Kit.otherRSAKey.publicKey, wechatPay: Kit.otherRSAKey.publicKey)
+            let failed = try await LedgerBinary.run(["verify", "--signatures", "--providers-config", other], databaseURL: url)
+            #expect(failed.status == 1, "\(failed.stdout)\(failed.stderr)")
+            for expected in [
+                "signatures: 4 of 4 Alipay messages fail", "  order ali-n version 2 (notification): signature_invalid",
+                "  unmatched notify-nobody-28 (notification): signature_invalid", "  refused notify-ali-n-5 (notification): signature_invalid",
+                "  order ali-q version 2 (query): signature_invalid",
+                "signatures: 3 of 3 WeChat Pay messages fail", "  order wx-n version 2 (notification): signature_invalid",
+                "  unmatched EV-nobody (notification): signature_invalid", "  order wx-q version 2 (query): signature_invalid",
+            ] {
+                #expect(failed.stdout.contains(expected + "\n"), "\(expected): \(failed.stdout)")
+            }
+            #expect(failed.stdout.hasSuffix("FAILED\n"))
+
+            // No WeChat Pay keys in the file: its messages are not checked, said so, and not claimed ok.
+            let alipayOnly = try keys("alipay-only.json", alipay: Kit.alipayKey.publicKey, wechatPay: nil)
+            let partial = try await LedgerBinary.run(["verify", "--signatures", "--providers-config", alipayOnly], databaseURL: url)
+            #expect(partial.status == 0, "\(partial.stdout)\(partial.stderr)")
+            #expect(partial.stdout.contains("signatures: ok, 4 Alipay messages verified"), "\(partial.stdout)")
+            #expect(partial.stdout.contains("signatures: 3 WeChat Pay messages not checked: the providers file has no wechatPay section"),
+                    "\(partial.stdout)")
+            #expect(!partial.stdout.contains("WeChat Pay messages verified"), "\(partial.stdout)")
         }
     }
 
