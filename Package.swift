@@ -168,7 +168,7 @@ let package = Package(
         .testTarget(
             name: "LedgerProvidersTests",
             dependencies: [
-                "LedgerProviders", "LedgerCore", "ProviderTestSupport",
+                "LedgerProviders", "LedgerCore", "ProviderTestSupport", "LedgerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -30,12 +30,12 @@ public struct Recoverer: Sendable {
     private let configurationSaid = Said()
 
     public init(
-        database: LedgerDatabase, questions: ProviderQuestions, providers: [Provider], plan: RecoveryPlan = .standard,
+        database: LedgerDatabase, questions: ProviderQuestions, plan: RecoveryPlan = .standard,
         clock: @escaping @Sendable () -> Date = Date.init, logger: Logger
     ) {
         self.database = database
         self.questions = questions
-        self.providers = providers
+        self.providers = questions.askable
         self.plan = plan
         self.clock = clock
         self.logger = logger

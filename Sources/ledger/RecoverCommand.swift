@@ -62,13 +62,13 @@ struct RecoverCommand: AsyncParsableCommand {
         let (orderId, dryRun, threshold) = (orderId, dryRun, olderThan.flatMap(ThresholdText.parse))
         if let appleOrderId {
             let lookup = try await database.withLedger { opened in
-                try await Recoverer(database: opened, questions: questions, providers: questions.askable, logger: logger)
+                try await Recoverer(database: opened, questions: questions, logger: logger)
                     .lookUpAppleOrder(appleOrderId)
             }
             return try Self.say(lookup, appleOrderId: appleOrderId)
         }
         let reports: [RecoveryReport] = try await database.withLedger { opened in
-            let recoverer = Recoverer(database: opened, questions: questions, providers: questions.askable, logger: logger)
+            let recoverer = Recoverer(database: opened, questions: questions, logger: logger)
             if let orderId { return [try await Self.recover(orderId, recoverer: recoverer, dryRun: dryRun)] }
             var reports: [RecoveryReport] = []
             var seen = Set<String>()

@@ -85,7 +85,7 @@ struct ServeCommand: AsyncParsableCommand {
         plan.paymentUnansweredAfter = .seconds(recoveryPaymentAfter)
         plan.receiptUnverifiedAfter = .seconds(recoveryReceiptAfter)
         let recoverer = questions.askable.isEmpty
-            ? nil : Recoverer(database: ledger, questions: questions, providers: questions.askable, plan: plan, logger: logger)
+            ? nil : Recoverer(database: ledger, questions: questions, plan: plan, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
             database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,

@@ -54,7 +54,7 @@ struct API {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
             let recoverer = questions.map {
-                Recoverer(database: database, questions: $0, providers: $0.askable, logger: API.logger)
+                Recoverer(database: database, questions: $0, logger: API.logger)
             }
             let app = Application(
                 router: LedgerApplication.router(database: database, providers: providers, recoverer: recoverer), logger: API.logger)

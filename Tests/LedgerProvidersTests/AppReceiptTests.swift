@@ -1,5 +1,6 @@
 import Foundation
 import LedgerProviders
+import LedgerTestSupport
 import ProviderTestSupport
 import SwiftASN1
 import Testing
@@ -149,7 +150,7 @@ struct AppReceiptTests {
 
     /// Random bytes, random byte flips of a valid receipt and random truncations: each ends in a value or an error.
     @Test func randomInputsNeverTrap() throws {
-        var random = SplitMix64(seed: 0x5EED_2024)
+        var random = SeededRandom(seed: 0x5EED_2024)
         let valid = try Kit.receipt(payload: Kit.payload(purchases: [Kit.first, Kit.second]))
         var refused = 0
         for round in 0..<600 {
@@ -171,19 +172,5 @@ struct AppReceiptTests {
             _ = refusal { () throws(AppReceiptError) in try AppReceipt.parse(base64: base64) }
         }
         #expect(refused > 300)
-    }
-}
-
-/// SplitMix64, so a failing random input can be found again (LedgerTestSupport's `SeededRandom` is the same, but
-/// this target does not depend on that PostgreSQL-bound module).
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -91,7 +91,7 @@ struct AppStoreSweepTests {
                     clients: ProviderClients(appStore: api),
                     verifiers: ProviderVerifiers(appStore: ProviderTestKit.verifier(trusting: messages.ca)), logger: RecoveryHarness.logger)
                 let nodes = (0..<2).map { _ in
-                    Recoverer(database: database, questions: questions, providers: questions.askable, clock: clock.read, logger: RecoveryHarness.logger)
+                    Recoverer(database: database, questions: questions, clock: clock.read, logger: RecoveryHarness.logger)
                 }
                 // Two nodes at once: one sweeps, the other finds the sweep taken.
                 async let first = nodes[0].sweepIfDue()

@@ -58,7 +58,7 @@ struct RecoveryHarness: Sendable {
 
     /// A recoverer: one node of the schedule.
     func node(plan: RecoveryPlan = .standard) -> Recoverer {
-        Recoverer(database: database, questions: questions, providers: questions.askable, plan: plan, clock: clock.read, logger: Self.logger)
+        Recoverer(database: database, questions: questions, plan: plan, clock: clock.read, logger: Self.logger)
     }
 
     /// A WeChat Pay order of 12.34 CNY whose payment is queued, as the app records it before paying.
