@@ -69,7 +69,11 @@ struct FeedAndDocumentTests {
         try await API.run { api in
             _ = try await api.post("order-1", Lifecycle().created)
             #expect(try await api.get("/healthz", token: nil).status == .ok)
-            #expect(try await api.get("/readyz", token: nil).json == ["status": "ready"])
+            // Ready means the database answered within 2 s: on a machine busy with the whole suite one answer can be
+            // late, so a few are asked (a token being asked for is a 401 every time).
+            var ready = try await api.get("/readyz", token: nil)
+            for _ in 0..<5 where ready.status == .serviceUnavailable { ready = try await api.get("/readyz", token: nil) }
+            #expect(ready.json == ["status": "ready"], "\(ready.status) \(ready.bodyText)")
             let metrics = try await api.get("/metrics", token: nil)
             #expect(metrics.status == .ok)
             #expect(metrics.bodyText.contains("ledger_events_appended_total"))
