@@ -35,6 +35,8 @@ struct ServeCommand: AsyncParsableCommand {
     var recoveryPaymentAfter = Int(RecoveryPlan.standard.paymentUnansweredAfter.components.seconds)
     @Option(name: .customLong("recovery-receipt-after"), help: "Seconds a receipt (or a retryable verification failure) may stay unverified before its provider is asked.")
     var recoveryReceiptAfter = Int(RecoveryPlan.standard.receiptUnverifiedAfter.components.seconds)
+    @Option(name: .customLong("recovery-lease"), help: "Seconds a node holds an order it is asking about; a node killed mid-question frees its orders then.")
+    var recoveryLease = Int(RecoveryPlan.standard.lease.components.seconds)
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -47,6 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...86_400).contains(recoveryInterval) else { throw ValidationError("--recovery-interval must be 0 to 86400 seconds") }
         guard (0...2_592_000).contains(recoveryPaymentAfter) else { throw ValidationError("--recovery-payment-after must be 0 to 2592000 seconds") }
         guard (0...2_592_000).contains(recoveryReceiptAfter) else { throw ValidationError("--recovery-receipt-after must be 0 to 2592000 seconds") }
+        guard (1...86_400).contains(recoveryLease) else { throw ValidationError("--recovery-lease must be 1 to 86400 seconds") }
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
@@ -84,6 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
         var plan = RecoveryPlan.standard
         plan.paymentUnansweredAfter = .seconds(recoveryPaymentAfter)
         plan.receiptUnverifiedAfter = .seconds(recoveryReceiptAfter)
+        plan.lease = .seconds(recoveryLease)
         let recoverer = questions.askable.isEmpty
             ? nil : Recoverer(database: ledger, questions: questions, plan: plan, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"

@@ -59,6 +59,50 @@ struct RecoveryServeTests {
     }
 }
 
+extension RecoveryServeTests {
+    /// A `serve` node killed (`kill -9`) while it waits for WeChat Pay's answer about an order: the order is not lost.
+    /// Its lease runs out (`--recovery-lease 3`), another node asks, and the provider's answer is recorded once.
+    @Test func anOrderANodeWasAskingAboutWhenKilledIsAskedByAnotherOnceItsLeaseEnds() async throws {
+        let wechat = try FakeWeChatPayAPI()
+        wechat.hold(orderId: "wx-1", state: "SUCCESS", transactionId: "4200001234202611250000000091")
+        wechat.answerAfter(.seconds(8))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recovery-kill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await TestDatabase.withURL { url, client in
+            let ledger = Ledger(client: client)
+            _ = try await ledger.record(orderId: "wx-1", events: [
+                Submission(eventId: UUID(), type: "order.created", data: [
+                    "accountId": "acct-1", "productId": "vip.month", "amount": ["value": 1234, "currency": "CNY"], "provider": "wechat_pay",
+                ]),
+                Submission(eventId: UUID(), type: "payment.queued", data: [:]),
+            ], metadata: EventMetadata(actor: "test-suite"))
+            try await wechat.run { base in
+                let arguments = ["--providers-config", try wechat.providersFile(in: directory, base: base), "--recovery-interval", "1",
+                                 "--recovery-payment-after", "0", "--recovery-lease", "3", "--seal-interval", "0"]
+                let first = try await RunningServer.start(databaseURL: url, arguments: arguments)
+                let asking = ContinuousClock.now + .seconds(60)
+                while wechat.inFlight == 0, ContinuousClock.now < asking {
+                    try await Task.sleep(for: .milliseconds(50))  // polling for the question, not waiting in its place
+                }
+                #expect(wechat.inFlight == 1, "the first node never asked: \(first.output)")
+                first.killAbruptly()
+                first.stop()
+                wechat.answerAfter(.zero)
+                let second = try await RunningServer.start(databaseURL: url, arguments: arguments)
+                defer { second.stop() }
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try await ledger.order("wx-1")?.state != .verified, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                #expect(try await ledger.order("wx-1")?.state == .verified, "\(second.output)")
+                let facts = try await ledger.history("wx-1")?.entries.filter { $0.event.type == "provider.notified" }
+                #expect(facts?.count == 1, "recorded once")
+            }
+        }
+    }
+}
+
 extension Array {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var mapped: [T] = []

@@ -17,6 +17,7 @@ struct ServeOptionRangeTests {
         ("--recovery-interval=9223372036854775807", "--recovery-interval must be 0 to 86400 seconds"),
         ("--recovery-payment-after=-1", "--recovery-payment-after must be 0 to 2592000 seconds"),
         ("--recovery-receipt-after=9223372036854775807", "--recovery-receipt-after must be 0 to 2592000 seconds"),
+        ("--recovery-lease=0", "--recovery-lease must be 1 to 86400 seconds"),
     ])
     func anOutOfRangeOptionIsAUsageError(option: String, words: String) async throws {
         // validate() runs before any database is touched, so an unreachable URL is never dialled.

@@ -64,6 +64,9 @@ public final class FakeWeChatPayAPI: Sendable {
     /// Every answer waits `delay` first: questions that overlap are seen overlapping (`mostAtOnce`).
     public func answerAfter(_ delay: Duration) { traffic.withLock { $0.delay = delay } }
 
+    /// How many queries are being answered now.
+    public var inFlight: Int { traffic.withLock { $0.inFlight } }
+
     /// The most queries being answered at one moment (a test that counts overlaps asks about one order).
     public var mostAtOnce: Int { traffic.withLock { $0.mostAtOnce } }
 
