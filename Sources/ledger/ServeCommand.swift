@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
-import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerRecovery
@@ -26,17 +25,6 @@ struct ServeCommand: AsyncParsableCommand {
     var idleTimeout = 30
     @Option(name: .customLong("body-timeout"), help: "Seconds a request's body may take to arrive before it is answered 408.")
     var bodyTimeout = 30
-    @Option(name: .customLong("recovery-interval"), help: """
-        Seconds between rounds of the recovery schedule: orders that may be lost are asked about their provider (补单) \
-        when --providers-config has a query section (0: never; every node may run it, no order is asked by two).
-        """)
-    var recoveryInterval = 15
-    @Option(name: .customLong("recovery-payment-after"), help: "Seconds a queued payment may go unanswered before its provider is asked.")
-    var recoveryPaymentAfter = Int(RecoveryPlan.standard.paymentUnansweredAfter.components.seconds)
-    @Option(name: .customLong("recovery-receipt-after"), help: "Seconds a receipt (or a retryable verification failure) may stay unverified before its provider is asked.")
-    var recoveryReceiptAfter = Int(RecoveryPlan.standard.receiptUnverifiedAfter.components.seconds)
-    @Option(name: .customLong("recovery-lease"), help: "Seconds a node holds an order it is asking about; a node killed mid-question frees its orders then.")
-    var recoveryLease = Int(RecoveryPlan.standard.lease.components.seconds)
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -46,15 +34,12 @@ struct ServeCommand: AsyncParsableCommand {
         guard poolSize >= 1 else { throw ValidationError("--pool-size must be at least 1") }
         guard (0...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 0 to 86400 seconds") }
         guard (1...86_400).contains(bodyTimeout) else { throw ValidationError("--body-timeout must be 1 to 86400 seconds") }
-        guard (0...86_400).contains(recoveryInterval) else { throw ValidationError("--recovery-interval must be 0 to 86400 seconds") }
-        guard (0...2_592_000).contains(recoveryPaymentAfter) else { throw ValidationError("--recovery-payment-after must be 0 to 2592000 seconds") }
-        guard (0...2_592_000).contains(recoveryReceiptAfter) else { throw ValidationError("--recovery-receipt-after must be 0 to 2592000 seconds") }
-        guard (1...86_400).contains(recoveryLease) else { throw ValidationError("--recovery-lease must be 1 to 86400 seconds") }
         if let port, !(0...65_535).contains(port) { throw ValidationError("--port must be 0 to 65535") }
     }
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var serverLimits: ServerLimitOptions
     @OptionGroup var providers: ProviderOptions
+    @OptionGroup var recovery: RecoveryOptions
     @OptionGroup var replicaOptions: ReplicaOptions
 
     func run() async throws {
@@ -84,12 +69,8 @@ struct ServeCommand: AsyncParsableCommand {
         // The pool's sessions carry PostgreSQL's own limits; the owner's work above (migrations) has none.
         let ledger = try await resolved.serviceLedger(limits: serverLimits.limits, logger: logger)
         let replicas = try replicaOptions.replicas(primary: ledger, poolSize: poolSize, limits: serverLimits.limits, logger: logger)
-        var plan = RecoveryPlan.standard
-        plan.paymentUnansweredAfter = .seconds(recoveryPaymentAfter)
-        plan.receiptUnverifiedAfter = .seconds(recoveryReceiptAfter)
-        plan.lease = .seconds(recoveryLease)
         let recoverer = questions.askable.isEmpty
-            ? nil : Recoverer(database: ledger, questions: questions, plan: plan, logger: logger)
+            ? nil : Recoverer(database: ledger, questions: questions, plan: recovery.plan, logger: logger)
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
             database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
@@ -109,9 +90,9 @@ struct ServeCommand: AsyncParsableCommand {
             let operations = ledger.operations
             loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, operations: operations, logger: logger) })
         }
-        if let recoverer, recoveryInterval > 0 {
-            let interval = Duration.seconds(recoveryInterval)
-            logger.info("recovery: asking \(questions.askable.map(\.rawValue).joined(separator: ", ")) about orders that may be lost, every \(recoveryInterval) s")
+        if let recoverer, recovery.interval > 0 {
+            let interval = Duration.seconds(recovery.interval)
+            logger.info("recovery: asking \(questions.askable.map(\.rawValue).joined(separator: ", ")) about orders that may be lost, every \(recovery.interval) s")
             loops.append(BackgroundLoop(name: "recovery") { await RecoveryRounds.run(every: interval, recoverer: recoverer, logger: logger) })
         }
         do {
