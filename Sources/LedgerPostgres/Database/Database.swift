@@ -46,6 +46,13 @@ public struct Database: Sendable {
         let parameters = Self.servicePlanning + [("application_name", NodeSchema.applicationName)]
         configuration.options.additionalStartupParameters.removeAll { name, _ in parameters.contains { $0.0 == name } }
         configuration.options.additionalStartupParameters.append(contentsOf: parameters)
+        // Every session stays open and none is pinged while idle: PostgresNIO's pool otherwise starts two timers (its
+        // idle timeout above the minimum, its keep-alive) each time a connection goes back to it, each a task group and
+        // a libdispatch timer — per request, a third of serve's CPU for a history read (BENCHMARKS.md). A session
+        // PostgreSQL dropped is found by the next statement on it, which fails (and the pool reconnects); one that
+        // hangs is closed at the request's deadline (`withConnection(within:)`).
+        configuration.options.minimumConnections = configuration.options.maximumConnections
+        configuration.options.keepAliveBehavior = nil
         return configuration
     }
 
