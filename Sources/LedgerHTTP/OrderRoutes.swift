@@ -55,7 +55,8 @@ struct OrderRoutes {
             guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
             guard case .object(var fields) = order.json else { return JSONResponse.make(status: .ok, body: order.json) }
             fields["recovery"] = try await recovery.entry(orderId)?.json ?? .null
-            return JSONResponse.make(status: .ok, body: .object(fields))
+            // Tagged by its bytes: the answer holds the recovery schedule's attempts too, which move without an event.
+            return EntityTags.answer(request, body: ByteBuffer(bytes: JSONValue.object(fields).canonicalBytes))
         }
     }
 
@@ -74,14 +75,14 @@ struct OrderRoutes {
         let limit = try query.integer("limit", in: 1...Int64(Self.maximumHistoryPage)) ?? Int64(Self.defaultHistoryPage)
         let after = try query.integer("after", in: 0...Int64(Int32.max)) ?? 0
         let key = RenderedHistories.Key(orderId: orderId, asOf: asOf, after: Int(after), limit: Int(limit))
-        let held = RenderedHistories.version(inIfNoneMatch: request.headers[.ifNoneMatch])
+        let held = request.headers[.ifNoneMatch]
         let histories = self.histories
         return try await reads.serve(request) { ledger in
             // A page rendered before, or one the client holds: the stream's version says whether it is still the answer.
             let rendered = histories.page(key)
             if held != nil || rendered != nil, let current = try await ledger.streamVersion(orderId) {
                 let etag: HTTPFields = [.eTag: RenderedHistories.etag(current)]
-                if held == current { return Response(status: .notModified, headers: etag) }
+                if EntityTags.matches(held, RenderedHistories.etag(current)) { return Response(status: .notModified, headers: etag) }
                 if let rendered, rendered.version == current { return JSONResponse.make(status: .ok, bytes: rendered.body, headers: etag) }
             }
             guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {

@@ -69,10 +69,4 @@ final class RenderedHistories: Sendable {
 
     /// The `ETag` of a page rendered at `version`.
     static func etag(_ version: Int) -> String { "\"h\(version)\"" }
-
-    /// The version an `If-None-Match` names, when it is one of ours (a single tag).
-    static func version(inIfNoneMatch header: String?) -> Int? {
-        guard let header, header.hasPrefix("\"h"), header.hasSuffix("\""), header.count > 3 else { return nil }
-        return Int(header.dropFirst(2).dropLast())
-    }
 }

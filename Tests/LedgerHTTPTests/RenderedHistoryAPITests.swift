@@ -34,6 +34,11 @@ struct RenderedHistoryAPITests {
             #expect(stale.status == .ok && stale.json["events"]?.elements.count == 3)
             let current = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: "\"h3\""])
             #expect(current.status == .notModified && current.bodyText.isEmpty && current.headers[.eTag] == "\"h3\"")
+            // If-None-Match as browsers and caches send it: a list, weak tags, or any answer at all.
+            for header in ["\"h2\", \"h3\"", "W/\"h3\"", "*"] {
+                let listed = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: header])
+                #expect(listed.status == .notModified, "If-None-Match: \(header)")
+            }
             // Another page of the same order is its own answer.
             let page = try await api.get(uri + "?limit=1", token: "reader")
             #expect(page.json["events"]?.elements.count == 1 && page.json["next"] == 1)
@@ -43,6 +48,28 @@ struct RenderedHistoryAPITests {
             #expect(revoked.status == .unauthorized, "\(revoked.status) \(revoked.bodyText)")
             let held = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: "\"h3\""])
             #expect(held.status == .unauthorized)
+        }
+    }
+
+    /// An order's answer carries its bytes' tag: a client holding it gets 304 until the order (or its recovery
+    /// schedule) changes.
+    @Test func anOrderAnswerIsTaggedAndNotSentAgainWhileItStaysTheSame() async throws {
+        try await API.run { api in
+            var order = Lifecycle()
+            #expect(try await api.post("order-1", order.created).status == .created)
+            let first = try await api.get("/v1/orders/order-1", token: "reader")
+            let etag = try #require(first.headers[.eTag])
+            #expect(first.status == .ok && etag.count == 34, "\(etag)")
+            #expect(try await api.get("/v1/orders/order-1", token: "reader").headers[.eTag] == etag, "the same answer, the same tag")
+            let held = try await api.request(.get, "/v1/orders/order-1", token: "reader", headers: [.ifNoneMatch: "W/\"x\", " + etag])
+            #expect(held.status == .notModified && held.bodyText.isEmpty && held.headers[.eTag] == etag)
+
+            #expect(try await api.post("order-1", order.queued).status == .created)
+            let moved = try await api.request(.get, "/v1/orders/order-1", token: "reader", headers: [.ifNoneMatch: etag])
+            #expect(moved.status == .ok && moved.json["state"] == "payment_queued", "\(moved.bodyText)")
+            #expect(moved.headers[.eTag] != nil && moved.headers[.eTag] != etag)
+            let other = try await api.request(.get, "/v1/orders/order-2", token: "reader", headers: [.ifNoneMatch: "*"])
+            #expect(other.status == .notFound, "no answer to hold")
         }
     }
 
