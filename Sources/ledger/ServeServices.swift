@@ -106,7 +106,11 @@ enum DigestSealing {
             do {
                 // Shutdown ends the wait, never a seal under way: the pool it uses stops only after this returns.
                 try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-                if let checkpoint = try await operations.seal(whenAnotherIsSealing: .skip) {
+                // On its own thread, at a lower priority than the requests' (`BackgroundExecutor`).
+                let sealed = try await withTaskExecutorPreference(BackgroundExecutor.shared) {
+                    try await operations.seal(whenAnotherIsSealing: .skip)
+                }
+                if let checkpoint = sealed {
                     logger.debug("sealed the ledger digest", metadata: ["pinned": "\(checkpoint.pinned)"])
                 }
             } catch is CancellationError {
