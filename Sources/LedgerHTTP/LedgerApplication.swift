@@ -21,7 +21,7 @@ public enum LedgerApplication {
         let router = Router(context: LedgerRequestContext.self)
         // Outermost first: the request log sees the final status, metrics too, errors become JSON answers inside.
         router.add(middleware: RequestLogMiddleware())
-        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: RequestDeadlineMiddleware())
 

@@ -78,7 +78,11 @@ struct FeedAndDocumentTests {
             #expect(metrics.status == .ok)
             #expect(metrics.bodyText.contains("ledger_events_appended_total"))
             _ = try await api.post("order-1", ["eventId": "not-a-uuid", "type": "order.finished"])
-            #expect(try await api.get("/metrics", token: nil).bodyText.contains("ledger_refusals_total"))
+            let counted = try await api.get("/metrics", token: nil).bodyText
+            #expect(counted.contains("ledger_refusals_total"))
+            // Requests by route, method and status, and their durations.
+            #expect(counted.contains(#"hb_requests{http_route="/v1/orders/{orderId}/events",http_request_method="POST",http_response_status_code="400"}"#), "\(counted)")
+            #expect(counted.contains(#"http_server_request_duration_count{http_route="/healthz",http_request_method="GET",http_response_status_code="200"}"#))
             let document = try await api.get("/openapi.yaml", token: nil)
             #expect(document.status == .ok && document.bodyText.hasPrefix("openapi: 3.1"))
         }
