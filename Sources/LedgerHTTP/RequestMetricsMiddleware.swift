@@ -6,7 +6,7 @@ import Synchronization
 /// (`hb.requests`, `hb.request.errors`, `http.server.request.duration`, `http.server.active_requests`), recorded when
 /// the answer is ready rather than after its body is written. Hummingbird's wraps every body in a closure to time its
 /// writing, which sends a one-buffer answer as three writes instead of one: measured, that was a quarter of `serve`'s
-/// CPU for `/healthz` (64 → 47 µs a request) and 5–10 % of a history read's.
+/// CPU for `/healthz` (64 → 49 µs a request) and about 4 % of a history read's (BENCHMARKS.md).
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let metrics = RouteMetrics()
 

@@ -25,8 +25,8 @@ final class BackgroundExecutor: TaskExecutor, Sendable {
             #if canImport(Glibc)
             // On Linux a nice value is a thread's own, and 0 names the calling thread.
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
-            Thread.current.name = "ledger-bg"
             #endif
+            Thread.current.name = "ledger-bg"  // as `top -H` and /proc show it
             while true {
                 ready.wait()
                 guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
