@@ -43,14 +43,16 @@ public struct Database: Sendable {
     /// And they name the schema this binary was built for (`NodeSchema`), so that `ledger migrate` sees older nodes.
     public func serviceConfiguration(limits: ServerLimits) -> PostgresClient.Configuration {
         var configuration = serviceConfiguration.limited(by: limits)
-        let parameters = Self.servicePlanning + [("application_name", NodeSchema.applicationName)]
+        let parameters = Self.servicePlanning + Self.serverKeepAlive + [("application_name", NodeSchema.applicationName)]
         configuration.options.additionalStartupParameters.removeAll { name, _ in parameters.contains { $0.0 == name } }
         configuration.options.additionalStartupParameters.append(contentsOf: parameters)
-        // Every session stays open and none is pinged while idle: PostgresNIO's pool otherwise starts two timers (its
-        // idle timeout above the minimum, its keep-alive) each time a connection goes back to it, each a task group and
-        // a libdispatch timer — per request, a third of serve's CPU for a history read (BENCHMARKS.md). A session
-        // PostgreSQL dropped is found by the next statement on it, which fails (and the pool reconnects); one that
-        // hangs is closed at the request's deadline (`withConnection(within:)`).
+        // Every session stays open and the pool pings none while idle: PostgresNIO's pool otherwise starts two timers
+        // (its idle timeout above the minimum, its keep-alive) each time a connection goes back to it, each a task
+        // group and a libdispatch timer — per request, a third of serve's CPU for a history read (BENCHMARKS.md).
+        // PostgreSQL's own TCP keep-alives (`serverKeepAlive`) keep an idle session's path open through NAT and
+        // firewalls instead, at no cost per request. A session PostgreSQL dropped is found by the next statement on
+        // it, which fails (and the pool reconnects); one that hangs is closed at the request's deadline
+        // (`withConnection(within:)`).
         configuration.options.minimumConnections = configuration.options.maximumConnections
         configuration.options.keepAliveBehavior = nil
         return configuration
@@ -58,6 +60,10 @@ public struct Database: Sendable {
 
     /// How the service's sessions plan their statements (above).
     static let servicePlanning = [("plan_cache_mode", "force_generic_plan"), ("enable_seqscan", "off"), ("jit", "off")]
+
+    /// TCP keep-alives sent by PostgreSQL on each of the service's sessions: a probe after 30 s idle, then every 10 s,
+    /// the session given up after 3 unanswered. Over TCP only (a Unix socket ignores them).
+    static let serverKeepAlive = [("tcp_keepalives_idle", "30"), ("tcp_keepalives_interval", "10"), ("tcp_keepalives_count", "3")]
 
     /// `url` (or `DATABASE_URL`) when given; else the embedded cluster in `LEDGER_DATA_DIR` or `./.ledger`,
     /// started if it is not running. Only `creating` (serve, migrate) initialises a cluster where there is none: a
