@@ -15,11 +15,7 @@ struct RequireScope: RouterMiddleware {
             throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
                            headers: [.wwwAuthenticate: "Bearer"])
         }
-        // Spaces and tabs around the secret are not part of it (trimmed by hand: Foundation's trim, with its character
-        // set, cost more than the rest of this check).
-        var secret = header.dropFirst(7)
-        while secret.first == " " || secret.first == "\t" { secret.removeFirst() }
-        while secret.last == " " || secret.last == "\t" { secret.removeLast() }
+        let secret = header.dropFirst(7).trimmingOptionalWhitespace
         // Secrets are short ASCII; anything else cannot be one of ours and is not worth a lookup.
         guard secret.utf8.count <= 256, let (token, confirmation) = try await tokens.authenticate(secret: String(secret)) else {
             throw Self.notValid

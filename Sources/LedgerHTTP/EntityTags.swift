@@ -12,8 +12,7 @@ enum EntityTags {
     static func held(in header: String?) -> [Substring] {
         guard let header else { return [] }
         return header.split(separator: ",").map { part in
-            var tag = part.drop { $0 == " " || $0 == "\t" }
-            while tag.last == " " || tag.last == "\t" { tag.removeLast() }
+            let tag = part.trimmingOptionalWhitespace
             return tag.hasPrefix("W/") ? tag.dropFirst(2) : tag
         }
     }

@@ -139,6 +139,21 @@ struct ErrorAPITests {
         }
     }
 
+    /// Spaces and tabs around the secret are HTTP's optional whitespace, not part of it; anything else is.
+    @Test func theBearerSecretIsReadWithoutTheWhitespaceAroundIt() async throws {
+        try await API.run { api in
+            let secret = try #require(api.secrets["reader"])
+            for header in ["Bearer \(secret)", "Bearer  \t\(secret) \t", "bearer \(secret)"] {
+                let answer = try await api.request(.get, "/v1/orders?limit=1", token: nil, headers: [.authorization: header])
+                #expect(answer.status == .ok, "\(header.debugDescription): \(answer.status)")
+            }
+            for header in ["Bearer x\(secret)", "Bearer \(secret).", "Bearer \u{00A0}\(secret)"] {
+                let answer = try await api.request(.get, "/v1/orders?limit=1", token: nil, headers: [.authorization: header])
+                #expect(answer.status == .unauthorized, "\(header.debugDescription): \(answer.status)")
+            }
+        }
+    }
+
     @Test func aRevokedTokenIsLockedOutOnItsNextRequest() async throws {
         try await API.run { api in
             #expect(try await api.get("/v1/orders?limit=1", token: "reader").status == .ok)
