@@ -19,8 +19,11 @@ struct DataFields {
         guard case .object(let members) = value else {
             throw .invalidField(field: path, message: "\(path) must be a JSON object")
         }
-        let unknown = members.keys.filter { !allowed.contains($0) }
-        if let first = unknown.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        // Checked without gathering the unknown members: a stored event read back has none.
+        if members.keys.contains(where: { !allowed.contains($0) }),
+            let first = members.keys.filter({ !allowed.contains($0) })
+                .min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        {
             throw .invalidField(field: "\(path).\(first)", message: "\(path).\(first) is not a field of \(owner)")
         }
         self.members = members
@@ -53,7 +56,7 @@ struct DataFields {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else { throw refuse(key, "must be a string") }
         // PostgreSQL cannot store NUL in text or jsonb, and no legitimate id or message holds one.
-        guard !text.unicodeScalars.contains("\u{0}") else { throw refuse(key, "must not contain NUL characters") }
+        guard !text.utf8.contains(0) else { throw refuse(key, "must not contain NUL characters") }
         return text
     }
 

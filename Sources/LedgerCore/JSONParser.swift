@@ -75,28 +75,37 @@ struct JSONParser {
 
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         index += 1  // {
-        var members: [String: JSONValue] = [:]
+        // Members are gathered in a list and hashed into the dictionary once, at its final size: inserting as they
+        // came grew the dictionary several times per object, hashing every key again each time (a rebuild parses
+        // every stored event).
+        var names: [String] = []
+        var values: [JSONValue] = []
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
         while true {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let keyOffset = index
             let key = try string()
-            if let (seen, _) = members.first(where: { $0.key == key }) {
+            if let seen = names.first(where: { $0 == key }) {
                 // Swift compares strings by canonical equivalence: "é" composed and decomposed are one key here.
                 let why = Array(seen.utf8) == Array(key.utf8) ? "" : " (the two differ only in Unicode normalization)"
                 throw JSONSyntaxError(offset: keyOffset, reason: "duplicate member name \"\(key)\"\(why)")
             }
             try expect(UInt8(ascii: ":"), "':'")
-            members[key] = try value(depth: depth + 1)
+            names.append(key)
+            values.append(try value(depth: depth + 1))
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(members)
+            case UInt8(ascii: "}"):
+                index += 1
+                var members = [String: JSONValue](minimumCapacity: names.count)
+                for (name, value) in zip(names, values) { members[name] = value }
+                return .object(members)
             default: throw error("expected ',' or '}'")
             }
         }

@@ -33,7 +33,10 @@ struct HotStatementPlanTests {
             try await Self.burst(50_000, copying: orders[0], on: owner)
 
             let plans = try await service.withConnection { connection in try await Self.cachedPlans(on: connection) }
-            #expect(Set(plans.keys).isSuperset(of: ["ReadShape", "WriteShape", "PageShape", "PageAsOfShape", "VersionShape"].map { "ledger.\($0)" }))
+            #expect(Set(plans.keys).isSuperset(of: [
+                AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, EventStore.PageShape.name,
+                EventStore.PageAsOfShape.name, EventStore.VersionShape.name,
+            ]))
             for (name, plan) in plans {
                 // The token epoch is one row for good (schema/009): scanning it is the lookup.
                 let scans = plan.split(separator: "\n").filter { $0.contains("Seq Scan") && !$0.contains("api_token_epoch") }
@@ -43,6 +46,17 @@ struct HotStatementPlanTests {
             // And the ledger still works on the grown tables.
             try await recordHappyOrders(1, prefix: "after-burst", on: ledger)
         }
+    }
+
+    /// Each connection knows a prepared statement by its shape's name alone: two shapes under one name would run
+    /// each other's text.
+    @Test func everyStatementShapeHasANameOfItsOwn() {
+        let shapes: [any StatementShape.Type] = [
+            AppendStatements.ReadShape.self, AppendStatements.WriteShape.self, AppendStatements.QueuedWriteShape.self,
+            EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self,
+        ]
+        #expect(Set(shapes.map { $0.name }).count == shapes.count)
+        #expect(shapes.allSatisfy { $0.name.hasPrefix("ledger.") })
     }
 
     /// `count` events, streams, orders and transaction bindings of other orders, copied from `orderId`'s rows,

@@ -74,6 +74,7 @@ struct AppendStatements {
     }
 
     enum ReadShape: StatementShape {
+        static let name = "ledger.append-read"
         static let sql = readQuery("", events: [], transactionIds: []).sql
     }
 
@@ -174,10 +175,12 @@ struct AppendStatements {
     }
 
     enum WriteShape: StatementShape {
+        static let name = "ledger.append-write"
         static let sql = writeQuery([], after: .sample, projecting: nil, queued: false).sql
     }
 
     enum QueuedWriteShape: StatementShape {
+        static let name = "ledger.append-write-queued"
         static let sql = writeQuery([], after: .sample, projecting: nil, queued: true).sql
     }
 

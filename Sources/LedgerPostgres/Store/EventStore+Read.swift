@@ -67,6 +67,7 @@ extension EventStore {
     }
 
     enum VersionShape: StatementShape {
+        static let name = "ledger.stream-version"
         static let sql = versionQuery("").sql
     }
 
@@ -98,10 +99,12 @@ extension EventStore {
     }
 
     enum PageShape: StatementShape {
+        static let name = "ledger.history-page"
         static let sql = pageQuery("", after: 0, asOf: nil, limit: 1).sql
     }
 
     enum PageAsOfShape: StatementShape {
+        static let name = "ledger.history-page-as-of"
         static let sql = pageQuery("", after: 0, asOf: Date(timeIntervalSince1970: 0), limit: 1).sql
     }
 
