@@ -130,7 +130,7 @@ struct LedgerVerifier: Sendable {
 
     /// Field-by-field differences between a stored row and its fold (via reflection, so new fields are covered).
     /// Rows that are equal, as nearly all are, are told so by `==` alone: walking every field of every order by
-    /// reflection took `ledger verify` over 1.95 million events from 44.1 s to 63.0 s.
+    /// reflection was 19 s of `ledger verify`'s 63 s over 1.95 million events.
     static func differences<Row: Equatable>(table: String, key: String, stored: Row?, folded: Row?) -> [VerificationReport.Drift] {
         if stored == folded { return [] }
         switch (stored, folded) {
