@@ -82,6 +82,20 @@ struct JSONValueTests {
         }
     }
 
+    @Test func aNameGivenTwiceIsFoundInALargeObjectToo() throws {
+        // Past the first 16 names the parser looks them up in a set instead of scanning: both ways must find it.
+        let members = (0..<100).map { "\"k\($0)\": \($0)" }
+        let repeatedLate = "{" + (members + [#""k40": 0"#]).joined(separator: ", ") + "}"
+        let offset = repeatedLate.utf8.count - #""k40": 0}"#.utf8.count
+        #expect(throws: JSONSyntaxError(offset: offset, reason: "duplicate member name \"k40\"")) {
+            try JSONValue(parsing: Array(repeatedLate.utf8))
+        }
+        let composed = "\u{E9}", decomposed = "e\u{301}"
+        let normalized = "{" + (members + ["\"\(composed)\": 1", "\"\(decomposed)\": 2"]).joined(separator: ", ") + "}"
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: Array(normalized.utf8)) }
+        #expect(try JSONValue(parsing: Array(("{" + members.joined(separator: ", ") + "}").utf8))["k99"] == 99)
+    }
+
     @Test func invalidUTF8IsRefused() {
         #expect(throws: (any Error).self) { try JSONValue(parsing: [0x22, 0xFF, 0x22]) }
     }

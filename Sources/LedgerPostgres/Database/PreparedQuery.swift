@@ -9,7 +9,7 @@ import PostgresNIO
 /// A bind that may be NULL carries a cast in the SQL (`::int8`, `::timestamptz`, …): PostgreSQL infers a
 /// parameter's type when the statement is prepared, and a NULL on that first call has no type of its own.
 protocol StatementShape {
-    /// What each connection knows the prepared statement by: unique among the shapes (`StatementShapeTests`). A
+    /// What each connection knows the prepared statement by: unique among the shapes (`HotStatementPlanTests`). A
     /// constant, since PostgresNIO asks for it on every call: made from the type's name each time, it was 1 % of an
     /// append's CPU.
     static var name: String { get }
