@@ -113,7 +113,8 @@ struct JSONParser {
     }
 
     /// Finds a member name given twice: by a scan of the names so far while the object is small (every event's), by
-    /// a set once it is not. Scanned throughout, one 256 KiB body of 30,000 names cost 450 million comparisons.
+    /// a set once it is not. Scanned throughout, one posted body of 23,000 names (242 KB, within the 256 KiB limit)
+    /// took 0.85 s of the service's CPU to be refused; with the set, 7 ms.
     private struct RepeatedNames {
         static let scanned = 16
         private var set: Set<String> = []
