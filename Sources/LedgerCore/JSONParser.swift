@@ -20,18 +20,22 @@ struct JSONParser {
     static let maximumDepth = 512
 
     private let bytes: [UInt8]
+    /// Refuses strings that are not stream-safe (`StreamSafeText`): on for what comes in, off for what the ledger
+    /// stored, which must read back as it was written.
+    private let streamSafe: Bool
     private var index = 0
 
-    static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes)
+    static func parse(_ bytes: [UInt8], streamSafe: Bool = false) throws(JSONSyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, streamSafe: streamSafe)
         let value = try parser.value(depth: 0)
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
         return value
     }
 
-    private init(bytes: [UInt8]) {
+    private init(bytes: [UInt8], streamSafe: Bool) {
         self.bytes = bytes
+        self.streamSafe = streamSafe
     }
 
     private func error(_ reason: String) -> JSONSyntaxError {
@@ -243,7 +247,7 @@ struct JSONParser {
             guard let text = String(validating: bytes[start..<end], as: UTF8.self) else {
                 throw JSONSyntaxError(offset: start, reason: "string is not valid UTF-8")
             }
-            return text
+            return try streamSafe(text, at: start)
         }
 
         var scalars: [Unicode.Scalar] = []
@@ -252,10 +256,17 @@ struct JSONParser {
         while true {
             switch utf8.decode(&iterator) {
             case .scalarValue(let scalar): scalars.append(scalar)
-            case .emptyInput: return try unescape(scalars, at: start)
+            case .emptyInput: return try streamSafe(unescape(scalars, at: start), at: start)
             case .error: throw JSONSyntaxError(offset: start, reason: "string is not valid UTF-8")
             }
         }
+    }
+
+    private func streamSafe(_ text: String, at offset: Int) throws(JSONSyntaxError) -> String {
+        guard !streamSafe || StreamSafeText.isStreamSafe(text.unicodeScalars) else {
+            throw JSONSyntaxError(offset: offset, reason: "a string \(StreamSafeText.rule)")
+        }
+        return text
     }
 
     private func unescape(_ scalars: [Unicode.Scalar], at offset: Int) throws(JSONSyntaxError) -> String {

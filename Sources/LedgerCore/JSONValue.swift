@@ -53,6 +53,12 @@ extension JSONValue {
         self = try JSONParser.parse(Array(bytes))
     }
 
+    /// Parses JSON that comes in (a request body): as `init(parsing:)`, and every string must be stream-safe
+    /// (`StreamSafeText`), so that nothing downstream spends more than linear time comparing or hashing it.
+    public init(parsingIncoming bytes: some Collection<UInt8>) throws {
+        self = try JSONParser.parse(Array(bytes), streamSafe: true)
+    }
+
     /// The member `key` of an object; nil when absent or when this is not an object.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }

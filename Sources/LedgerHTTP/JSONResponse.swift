@@ -29,7 +29,7 @@ enum JSONResponse {
         }
         let buffer = try await RequestBodyReader.collect(request, upTo: maximumBodySize)
         do {
-            return try JSONValue(parsing: buffer.readableBytesView)
+            return try JSONValue(parsingIncoming: buffer.readableBytesView)
         } catch let error as JSONSyntaxError {
             let (line, column) = Self.lineAndColumn(of: error.offset, in: buffer.readableBytesView)
             throw APIError.invalidRequest(field: "body", "the body is not valid JSON at line \(line), column \(column): \(error.reason)")

@@ -24,6 +24,7 @@ public enum LedgerApplication {
         router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: RequestDeadlineMiddleware())
+        router.add(middleware: StreamSafeRequestMiddleware())
 
         OperationalRoutes(operations: database.operations, metrics: metrics, replicas: replicas).register(on: router)
         ConsoleRoutes().register(on: router)

@@ -86,6 +86,9 @@ public struct AlipayNotificationVerifier: Sendable {
             case .pairWithoutEquals, .malformedPercentEscape: throw .malformedBody
             }
         }
+        // Before any key or value is compared or hashed as a String (`StreamSafeText`).
+        guard form.pairs.allSatisfy({ StreamSafeText.isStreamSafe(utf8: $0.key) && StreamSafeText.isStreamSafe(utf8: $0.value) })
+        else { throw .invalidCharacterEncoding }
         if let charset = form.pairs.first(where: { $0.key == Array("charset".utf8) })?.value {
             let name = String(decoding: charset, as: UTF8.self)
             guard ["utf-8", "utf8"].contains(name.lowercased()) else { throw .unsupportedCharset(name) }

@@ -17,6 +17,13 @@ struct CSVTests {
         return records
     }
 
+    /// A field no one could compare in linear time (`StreamSafeText`) refuses the stream at its line.
+    @Test func aFieldWithMoreThanThirtyCombiningMarksInARowIsRefusedNamingItsLine() throws {
+        let run = { (marks: Int) in "e" + String(repeating: "\u{0301}", count: marks) }
+        #expect(try read("a,\(run(30))\n") == [["a", run(30)]])
+        #expect(throws: CSVError.notStreamSafe(line: 2)) { try read("a\nb,\(run(31))\n") }
+    }
+
     @Test func aQuotedFieldHoldsCommasDoubledQuotesAndLineBreaks() throws {
         #expect(try read("a,\"b,c\",\"say \"\"hi\"\"\",\"x\ny\",\"\"\n") == [["a", "b,c", "say \"hi\"", "x\ny", ""]])
         #expect(try read("\"x\r\ny\",z\r\n") == [["x\r\ny", "z"]], "a CR LF inside quotes is data")

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LedgerCore
 import LedgerHTTP
@@ -136,6 +137,30 @@ struct ErrorAPITests {
             }
             #expect(try await api.get("/v1/orders/o1", token: "writer").status == .forbidden)
             #expect(try await api.post("o1", Lifecycle().created, token: "reader").status == .forbidden)
+        }
+    }
+
+    /// Text a comparison would spend seconds on (more than 30 combining marks in a row, `StreamSafeText`) is refused
+    /// with 400 naming where it came in, in a header or in the body, before any route reads it; 30 are text like any
+    /// other.
+    @Test func textWithLongRunsOfCombiningMarksIsRefusedWhereverItComesIn() async throws {
+        try await API.run { api in
+            let run = { (marks: Int) in "e" + String(repeating: "\u{0301}", count: marks) }
+            let note = try #require(HTTPField.Name("X-Note"))
+            let header = try await api.request(.get, "/v1/orders?limit=1", token: "reader", headers: [note: run(31)])
+            #expect(header.status == .badRequest && header.errorCode == "invalid_request")
+            #expect(header.json["error"]?["details"]?["field"] == "X-Note")
+            let fine = try await api.request(.get, "/v1/orders?limit=1", token: "reader", headers: [note: run(30)])
+            #expect(fine.status == .ok)
+
+            let body = { (marks: Int) in
+                #"{"eventId": "\#(UUID().uuidString)", "type": "order.created", "data": {"accountId": "\#(run(marks))"}}"#
+            }
+            let refused = try await api.request(.post, "/v1/orders/o1/events", body: body(31))
+            #expect(refused.status == .badRequest && refused.json["error"]?["details"]?["field"] == "body")
+            let parsed = try await api.request(.post, "/v1/orders/o1/events", body: body(30))
+            #expect(parsed.json["error"]?["details"]?["field"] == "data.accountId")
+            #expect(try await api.ledger.store.count("events") == 0)
         }
     }
 

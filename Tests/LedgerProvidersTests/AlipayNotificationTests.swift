@@ -80,6 +80,10 @@ struct AlipayNotificationTests {
         #expect(refusal(Array("a=%4".utf8)) == .malformedBody)
         #expect(refusal(Array("a=%zz".utf8)) == .malformedBody)
         #expect(refusal(Array("a=%FF".utf8)) == .invalidCharacterEncoding)
+        // More combining marks in a row than anything may compare in linear time (`StreamSafeText`), key or value.
+        let marks = String(repeating: "%CC%81", count: 31)
+        #expect(refusal(Array("e\(marks)=1".utf8)) == .invalidCharacterEncoding)
+        #expect(refusal(Array("a=e\(marks)".utf8)) == .invalidCharacterEncoding)
         #expect(refusal(Array("sign=%%%".utf8)) == .malformedBody)
         #expect(refusal(Array("sign=not*base64".utf8)) == .malformedSignature)
     }

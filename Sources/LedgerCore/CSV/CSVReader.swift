@@ -9,7 +9,8 @@
 ///
 /// Three things refuse the stream, because after them the reader cannot know where records begin: a record longer
 /// than `maximumRecordBytes` (so one runaway line — usually a quote left open — cannot exhaust memory), a quote still
-/// open at the end, and anything but a comma or a line end after a closing quote. Each error names the line.
+/// open at the end, and anything but a comma or a line end after a closing quote. A fourth, a field that is not
+/// stream-safe (`StreamSafeText`), because comparing it could take seconds. Each error names the line.
 public struct CSVReader: Sendable {
     /// 64 KiB: far above any sane record (a provider line is ~100 bytes), far below memory trouble.
     public static let defaultMaximumRecordBytes = 64 * 1024
@@ -79,7 +80,7 @@ public struct CSVReader: Sendable {
         case .quoted: throw .unterminatedQuote(line: quoteLine)
         case .fieldStart, .unquoted, .quoteInQuoted: break
         }
-        if recordBytes > 0 { endRecord(into: &records) }
+        if recordBytes > 0 { try endRecord(into: &records) }
         return records.last
     }
 
@@ -108,9 +109,9 @@ public struct CSVReader: Sendable {
                 state = .quoted
             } else if byte == Self.comma {
                 try count()
-                endField()
+                try endField()
             } else if lineBreak {
-                endRecord(into: &records)
+                try endRecord(into: &records)
             } else {
                 try append(byte)
                 state = .unquoted
@@ -118,9 +119,9 @@ public struct CSVReader: Sendable {
         case .unquoted:
             if byte == Self.comma {
                 try count()
-                endField()
+                try endField()
             } else if lineBreak {
-                endRecord(into: &records)
+                try endRecord(into: &records)
             } else {
                 try append(byte)
             }
@@ -138,9 +139,9 @@ public struct CSVReader: Sendable {
                 state = .quoted
             } else if byte == Self.comma {
                 try count()
-                endField()
+                try endField()
             } else if lineBreak {
-                endRecord(into: &records)
+                try endRecord(into: &records)
             } else {
                 throw .textAfterClosingQuote(line: line)
             }
@@ -158,15 +159,17 @@ public struct CSVReader: Sendable {
         field.append(byte)
     }
 
-    private mutating func endField() {
+    private mutating func endField() throws(CSVError) {
+        // Before anything compares or hashes the field as a String (`StreamSafeText`).
+        guard StreamSafeText.isStreamSafe(utf8: field) else { throw .notStreamSafe(line: recordLine) }
         fields.append(String(decoding: field, as: UTF8.self))
         field.removeAll(keepingCapacity: true)
         state = .fieldStart
     }
 
     /// Ends the field and the record at a line break (or at the end of the stream).
-    private mutating func endRecord(into records: inout [CSVRecord]) {
-        endField()
+    private mutating func endRecord(into records: inout [CSVRecord]) throws(CSVError) {
+        try endField()
         records.append(CSVRecord(line: recordLine, fields: fields))
         fields = []
         recordBytes = 0
@@ -197,10 +200,13 @@ public enum CSVError: Error, Sendable, Hashable, CustomStringConvertible {
     case recordTooLong(line: Int, limit: Int)
     case unterminatedQuote(line: Int)
     case textAfterClosingQuote(line: Int)
+    /// A field with more combining marks in a row than `StreamSafeText` allows.
+    case notStreamSafe(line: Int)
 
     public var line: Int {
         switch self {
-        case .recordTooLong(let line, _), .unterminatedQuote(let line), .textAfterClosingQuote(let line): line
+        case .recordTooLong(let line, _), .unterminatedQuote(let line), .textAfterClosingQuote(let line),
+             .notStreamSafe(let line): line
         }
     }
 
@@ -212,6 +218,8 @@ public enum CSVError: Error, Sendable, Hashable, CustomStringConvertible {
             "line \(line): a quoted field is never closed (the file ends inside quotes)"
         case .textAfterClosingQuote(let line):
             "line \(line): a closing quote must be followed by a comma or a line break (write a quote inside quotes as \"\")"
+        case .notStreamSafe(let line):
+            "line \(line): a field \(StreamSafeText.rule)"
         }
     }
 }
