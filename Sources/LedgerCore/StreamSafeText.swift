@@ -1,9 +1,10 @@
 /// Text Swift can compare and hash in time proportional to its length. To compare or hash a string that is not
 /// ASCII, Swift first puts it in a normal form, and sorts each run of combining marks by insertion: k marks in the
 /// wrong order take about k²/4 steps. One 64 KB string of 32,000 accents took 0.47 s to compare with "paid"; one
-/// posted body of 60,000 (120 KB) cost the service 1.6 s of CPU to refuse, and 2 ms once held to this. Unicode's stream-safe text format (UAX #15) allows at most 30 non-starters (combining
-/// marks) in a row, more than any script needs: text that comes in (request bodies, headers, provider forms, CSV
-/// files) is held to it before anything compares or hashes it.
+/// posted body of 60,000 (120 KB) cost the service 1.6 s of CPU to refuse, and 2 ms once held to this. Unicode's
+/// stream-safe text format (UAX #15) allows at most 30 non-starters (combining marks) in a row, more than any script
+/// needs: text that comes in (request bodies, headers, provider forms, CSV files) is held to it before anything
+/// compares or hashes it.
 public enum StreamSafeText {
     public static let maximumNonStarters = 30
 
