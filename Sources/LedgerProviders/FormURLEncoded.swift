@@ -1,3 +1,5 @@
+import LedgerCore
+
 /// An `application/x-www-form-urlencoded` body decoded into bytes per key, with the rules a signed notification
 /// needs that a lenient web parser does not have: a key may occur once only (otherwise which value was signed
 /// is ambiguous), and a malformed `%` escape or a pair without `=` is an error, not a guess.
@@ -37,7 +39,7 @@ struct FormURLEncoded {
             case UInt8(ascii: "+"):
                 output.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                guard let high = iterator.next()?.hexDigitValue, let low = iterator.next()?.hexDigitValue else {
                     throw .malformedPercentEscape
                 }
                 output.append(high << 4 | low)
@@ -46,14 +48,5 @@ struct FormURLEncoded {
             }
         }
         return output
-    }
-
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -152,6 +152,14 @@ struct ErrorAPITests {
             #expect(header.json["error"]?["details"]?["field"] == "X-Note")
             let fine = try await api.request(.get, "/v1/orders?limit=1", token: "reader", headers: [note: run(30)])
             #expect(fine.status == .ok)
+            // Before the router matches anything, and in the query however it is encoded.
+            let noRoute = try await api.request(.get, "/v1/nowhere", token: nil, headers: [note: run(31)])
+            #expect(noRoute.status == .badRequest && noRoute.json["error"]?["details"]?["field"] == "X-Note")
+            let encoded = "e" + String(repeating: "%CC%81", count: 31)
+            let query = try await api.request(.get, "/v1/orders?\(encoded)=1&limit=1", token: "reader")
+            #expect(query.status == .badRequest && query.json["error"]?["details"]?["field"] == "path")
+            let fineQuery = try await api.request(.get, "/v1/orders?note=e\(String(repeating: "%CC%81", count: 30))&limit=1", token: "reader")
+            #expect(fineQuery.status != .badRequest || fineQuery.json["error"]?["details"]?["field"] != "path")
 
             let body = { (marks: Int) in
                 #"{"eventId": "\#(UUID().uuidString)", "type": "order.created", "data": {"accountId": "\#(run(marks))"}}"#
