@@ -23,6 +23,8 @@ public enum StreamSafeText {
     }
 
     /// The same for UTF-8 bytes (invalid sequences read as U+FFFD, a starter); ASCII is answered without decoding.
+    /// Inlinable, so the scan is specialised where it is called: every request's headers go through it.
+    @inlinable
     public static func isStreamSafe(utf8 bytes: some Collection<UInt8>) -> Bool {
         guard bytes.contains(where: { $0 >= 0x80 }) else { return true }
         return isStreamSafe(String(decoding: bytes, as: UTF8.self).unicodeScalars)

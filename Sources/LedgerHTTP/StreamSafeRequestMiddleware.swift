@@ -6,14 +6,23 @@ import LedgerCore
 /// `If-None-Match` and the providers' headers, each up to NIO's 80 KiB, where a run of combining marks made one
 /// comparison cost seconds. ASCII, which every one of them should be, is checked without decoding. Bodies are held to
 /// the same rule as they are parsed (`JSONValue(parsingIncoming:)`).
+///
+/// Every request pays for it: `/healthz` took 48–49 µs of CPU without it and 50–52 µs with it (release, 16
+/// connections). A first version read each header as a `String` through an unspecialised scan, and cost 8 µs.
 struct StreamSafeRequestMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        // As sent and as decoded: the router and the query's parser decode `%CC%81` to a combining mark.
+        // As sent and as decoded: the router and the query's parser decode `%CC%81` to a combining mark. A target
+        // without `%` (most) is decoded already: no copy on the hot paths.
         let target = request.uri.string.utf8
-        guard StreamSafeText.isStreamSafe(utf8: target), StreamSafeText.isStreamSafe(utf8: Self.percentDecoded(target)) else {
+        guard StreamSafeText.isStreamSafe(utf8: target),
+            !target.contains(UInt8(ascii: "%")) || StreamSafeText.isStreamSafe(utf8: Self.percentDecoded(target))
+        else {
             throw APIError.invalidRequest(field: "path", "the request's path and query \(StreamSafeText.rule)")
         }
-        if let field = request.headers.first(where: { !StreamSafeText.isStreamSafe(utf8: $0.value.utf8) }) {
+        // The bytes as received: `value` would make a String of each.
+        if let field = request.headers.first(where: { field in
+            !field.withUnsafeBytesOfValue { StreamSafeText.isStreamSafe(utf8: $0) }
+        }) {
             let name = field.name.rawName
             throw APIError.invalidRequest(field: name, "the \(name) header \(StreamSafeText.rule)")
         }
