@@ -42,7 +42,9 @@ struct UnavailableAPITests {
             #expect(answer.status == .serviceUnavailable, "\(answer.bodyText)")
             #expect(answer.errorCode == "unavailable")
             #expect(answer.headers[.retryAfter] == "1")
-            #expect(waited >= deadline && waited < deadline + .seconds(5), "answered after \(waited)")
+            // Well before the holder's 30 s: the deadline answered, not the lock's release. The room above the deadline
+            // is for a machine busy with the rest of the suite (7.6 s was seen with a 2 s deadline on two cores).
+            #expect(waited >= deadline && waited < deadline + .seconds(15), "answered after \(waited)")
             released.continuation.finish()
             try await holder.value
             #expect(try await api.ledger.store.count("events") == 1, "the abandoned append wrote nothing")
