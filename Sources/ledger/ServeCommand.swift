@@ -16,7 +16,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (default: $PORT, else 8080).") var port: Int?
-    @Option(name: .customLong("pool-size"), help: "Database connections.") var poolSize = 8
+    @Option(name: .customLong("pool-size"), help: "Database connections, shared out as a pool per event loop, at least 4 to a pool.") var poolSize = 8
     @Option(name: .customLong("seal-interval"), help: "Seconds between ledger digest checkpoints (0: never).")
     var sealInterval = 10
     @Option(name: .customLong("database-deadline"), help: "Seconds a request's database work may take before it is answered 503.")

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import PostgresNIO
 
 /// How the executable opens the ledger: a command with `withLedger`, `serve` with `prepareForService` and
@@ -56,7 +57,9 @@ extension Database {
                     """)
             }
         }
-        return LedgerDatabase(
-            client: PostgresClient(configuration: configuration, backgroundLogger: Self.quieterLogger(logger)), logger: logger)
+        let pools = EventLoopPools(
+            configuration: configuration, group: MultiThreadedEventLoopGroup.singleton,
+            backgroundLogger: Self.quieterLogger(logger))
+        return LedgerDatabase(pools: pools, logger: logger)
     }
 }

@@ -7,23 +7,30 @@ import PostgresNIO
 /// happened. Recording, a provider's message included, is in Append/ (the steps are listed at the top of
 /// Ledger+Record.swift); an order, its history, the feed and its evidence are in Reads/.
 public struct Ledger: Sendable {
-    let store: EventStore
+    private let pools: EventLoopPools
+    private let logger: Logger
+    private let confirmsTokens: Bool
     let rows: OrderRows
 
     init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
-        self.init(store: EventStore(client: client, logger: logger), logger: logger)
+        self.init(pools: EventLoopPools(client), logger: logger)
     }
 
-    private init(store: EventStore, logger: Logger) {
-        self.store = store
+    init(pools: EventLoopPools, logger: Logger = Logger(label: "ledger"), confirmsTokens: Bool = true) {
+        self.pools = pools
+        self.logger = logger
+        self.confirmsTokens = confirmsTokens
         self.rows = OrderRows(logger: logger)
     }
 
     /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
     /// they return confirms nothing — a replica's may lag — so a cached token is confirmed on the primary instead.
     static func reading(from replica: PostgresClient, logger: Logger = Logger(label: "ledger")) -> Ledger {
-        Ledger(store: EventStore(client: replica, logger: logger, confirmsTokens: false), logger: logger)
+        Ledger(pools: EventLoopPools(replica), logger: logger, confirmsTokens: false)
     }
 
-    var client: PostgresClient { store.client }
+    /// The store on the pool of the caller's event loop (`EventLoopPools`).
+    var store: EventStore { EventStore(client: pools.current, logger: logger, confirmsTokens: confirmsTokens) }
+
+    var client: PostgresClient { pools.current }
 }

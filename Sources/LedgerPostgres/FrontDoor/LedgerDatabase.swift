@@ -2,7 +2,7 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// The ledger opened on its database: one connection pool and the three entry points every route and command goes
+/// The ledger opened on its database: its connection pools (`EventLoopPools`) and the four entry points every route and command goes
 /// through, built once (`serve` at start, a command when it opens the database):
 /// - `ledger`: orders — record, reads, the feed, evidence, providers' messages;
 /// - `finance`: reports, reconciliation, anomalies;
@@ -12,22 +12,30 @@ import ServiceLifecycle
 /// Nothing outside this module holds the pool: `serve` runs this value as a service (the pool's connections live
 /// while it runs), and a command opens one with `Database.withLedger`.
 public struct LedgerDatabase: Service {
-    let client: PostgresClient
+    let pools: EventLoopPools
     public let ledger: Ledger
     public let finance: Finance
     public let operations: Operations
     public let recovery: RecoverySchedule
 
     init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
-        self.client = client
-        self.ledger = Ledger(client: client, logger: logger)
-        self.finance = Finance(client: client, logger: logger)
-        self.operations = Operations(client: client, logger: logger)
-        self.recovery = RecoverySchedule(client: client, logger: logger)
+        self.init(pools: EventLoopPools(client), logger: logger)
     }
 
-    /// Runs the pool until the task is cancelled or the service group shuts down.
+    /// Orders (requests' work) use the pool of the caller's event loop; the rest uses the first pool.
+    init(pools: EventLoopPools, logger: Logger = Logger(label: "ledger")) {
+        self.pools = pools
+        self.ledger = Ledger(pools: pools, logger: logger)
+        self.finance = Finance(client: pools.first, logger: logger)
+        self.operations = Operations(client: pools.first, logger: logger)
+        self.recovery = RecoverySchedule(client: pools.first, logger: logger)
+    }
+
+    /// The first pool (`EventLoopPools.first`).
+    var client: PostgresClient { pools.first }
+
+    /// Runs the pools until the task is cancelled or the service group shuts down.
     public func run() async throws {
-        await client.run()
+        await pools.run()
     }
 }
