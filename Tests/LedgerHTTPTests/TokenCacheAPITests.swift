@@ -5,7 +5,7 @@ import LedgerTestSupport
 import Testing
 
 /// Tokens are kept in memory (`TokenCache`), yet a revocation takes effect on the token's very next request, on
-/// every route: the append's and the history page's own statements read the token epoch, other routes look the
+/// every route: the append's, the order's and the history page's own statements read the token epoch, other routes look the
 /// token up before answering.
 @Suite("HTTP: cached tokens, revoked at once")
 struct TokenCacheAPITests {
@@ -42,6 +42,18 @@ struct TokenCacheAPITests {
             #expect(after.status == .unauthorized, "\(after.bodyText)")
             // And on a route whose statements read no epoch (an unknown order's history: no rows).
             #expect(try await api.get("/v1/orders/none/history", token: "reader").status == .unauthorized)
+        }
+    }
+
+    /// The order's own statement reads the epoch too (`OrderRows.load`).
+    @Test func aRevokedReaderIsRefusedTheOrder() async throws {
+        try await API.run { api in
+            #expect(try await api.post("cached-5", Lifecycle().created).status == .created)
+            #expect(try await api.get("/v1/orders/cached-5", token: "reader").status == .ok)
+            try await api.tokens.revoke(name: "reader")
+            let after = try await api.get("/v1/orders/cached-5", token: "reader")
+            #expect(after.status == .unauthorized, "\(after.bodyText)")
+            #expect(after.errorCode == "unauthorized")
         }
     }
 

@@ -46,7 +46,7 @@ public struct EventLoopPools: Sendable {
         return (0..<count).map { index in sessions / count + (index < sessions % count ? 1 : 0) }
     }
 
-    /// The first pool: the one for work that is not a request's (finance, operations, the recovery schedule).
+    /// The first pool, the one of callers on no loop of the group.
     var first: PostgresClient { pools[0].client }
 
     /// The pool whose sessions live on the caller's event loop; the first when the caller runs on none of them.

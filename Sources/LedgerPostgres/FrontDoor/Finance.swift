@@ -6,8 +6,11 @@ import PostgresNIO
 /// The finance entry point (`LedgerDatabase.finance`): revenue, reconciliation against a provider's file, anomalies.
 /// Read-only; each answer comes from the projections.
 public struct Finance: Sendable {
-    let client: PostgresClient
+    let pools: EventLoopPools
     let logger: Logger
+
+    /// The pool of the caller's event loop (`EventLoopPools`).
+    var client: PostgresClient { pools.current }
 
     /// Granted, refunded and net per group over `from`…`to` (both included), days in `timeZone` (`RevenueReport`).
     public func revenue(from: PeriodBound, to: PeriodBound, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {

@@ -22,13 +22,13 @@ public struct LedgerDatabase: Service {
         self.init(pools: EventLoopPools(client), logger: logger)
     }
 
-    /// Orders (requests' work) use the pool of the caller's event loop; the rest uses the first pool.
+    /// Each entry point uses the pool of the event loop it is called on (`EventLoopPools`).
     init(pools: EventLoopPools, logger: Logger = Logger(label: "ledger")) {
         self.pools = pools
         self.ledger = Ledger(pools: pools, logger: logger)
-        self.finance = Finance(client: pools.first, logger: logger)
-        self.operations = Operations(client: pools.first, logger: logger)
-        self.recovery = RecoverySchedule(client: pools.first, logger: logger)
+        self.finance = Finance(pools: pools, logger: logger)
+        self.operations = Operations(pools: pools, logger: logger)
+        self.recovery = RecoverySchedule(pools: pools, logger: logger)
     }
 
     /// The first pool (`EventLoopPools.first`).

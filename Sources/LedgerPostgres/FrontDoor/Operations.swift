@@ -6,8 +6,11 @@ import PostgresNIO
 /// The operations and audit entry point (`LedgerDatabase.operations`): the ledger digest, verification, rebuilding
 /// projections, exporting the log, API tokens, readiness.
 public struct Operations: Sendable {
-    let client: PostgresClient
+    let pools: EventLoopPools
     let logger: Logger
+
+    /// The pool of the caller's event loop (`EventLoopPools`).
+    var client: PostgresClient { pools.current }
 
     // MARK: Readiness
 

@@ -5,9 +5,11 @@ import PostgresNIO
 extension Ledger {
     /// The order as projected now; nil when the ledger has never seen it.
     public func order(_ orderId: String) async throws -> Order? {
-        let rows = self.rows
+        let rows = self.rows, confirmsTokens = store.confirmsTokens
         return try await client.withConnection(within: Deadline.remaining) { connection in
-            try await rows.load(orderId, on: connection)
+            guard let found = try await rows.load(orderId, on: connection) else { return nil }
+            if confirmsTokens { try await TokenConfirmation.confirm(epoch: found.tokenEpoch) }
+            return found.order
         }
     }
 

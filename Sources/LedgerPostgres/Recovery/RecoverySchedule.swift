@@ -11,8 +11,11 @@ import PostgresNIO
 /// SKIP LOCKED` (or, for one order asked by a person, an upsert that takes it only when free), and given back with the
 /// attempt's outcome. A node killed mid-attempt loses nothing: its lease runs out and the order is due again.
 public struct RecoverySchedule: Sendable {
-    let client: PostgresClient
+    let pools: EventLoopPools
     let logger: Logger
+
+    /// The pool of the caller's event loop (`EventLoopPools`).
+    var client: PostgresClient { pools.current }
 
     /// Enters every order the rules say may be lost: a receipt unverified or a retryable verification failure for
     /// `plan.receiptUnverifiedAfter`, a queued payment with nothing for `plan.paymentUnansweredAfter` — of a
@@ -182,11 +185,10 @@ public struct RecoverySchedule: Sendable {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var entry: RecoveryEntry?
+            // Prepared: every answer about an order asks (`GET /v1/orders/{id}`), and most orders are on no schedule.
             for try await (orderId, provider, reason, status, enteredAt, attempts, nextAttemptAt, endedAt)
-                in try await connection.query("""
-                    SELECT order_id, provider, reason, status, entered_at, attempts, next_attempt_at, ended_at
-                    FROM recovery_schedule WHERE order_id = \(orderId)
-                    """, logger: logger).decode((String, String, String, String, Date, Int, Date, Date?).self) {
+                in try await connection.query(Self.entryQuery(orderId), preparedAs: EntryShape.self, logger: logger)
+                    .decode((String, String, String, String, Date, Int, Date, Date?).self) {
                 guard let reason = RecoveryReason(rawValue: reason) else { throw CorruptRow(column: "reason", value: reason) }
                 guard let status = RecoveryStatus(rawValue: status) else { throw CorruptRow(column: "status", value: status) }
                 entry = RecoveryEntry(
@@ -207,6 +209,18 @@ public struct RecoverySchedule: Sendable {
             }
             return found
         }
+    }
+
+    static func entryQuery(_ orderId: String) -> PostgresQuery {
+        """
+        SELECT order_id, provider, reason, status, entered_at, attempts, next_attempt_at, ended_at
+        FROM recovery_schedule WHERE order_id = \(orderId)
+        """
+    }
+
+    enum EntryShape: StatementShape {
+        static let name = "ledger.recovery-entry"
+        static let sql = entryQuery("").sql
     }
 
     // MARK: Statements
