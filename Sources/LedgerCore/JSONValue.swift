@@ -87,14 +87,14 @@ extension JSONValue {
         return bytes
     }
 
-    private func write(to bytes: inout [UInt8]) {
+    func write(to bytes: inout [UInt8]) {
         switch self {
         case .null:
             bytes.append(contentsOf: "null".utf8)
         case .bool(let value):
             bytes.append(contentsOf: (value ? "true" : "false").utf8)
         case .int(let value):
-            bytes.append(contentsOf: String(value).utf8)
+            Self.writeInteger(value, to: &bytes)
         case .double(let value):
             bytes.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
         case .string(let value):
@@ -122,7 +122,7 @@ extension JSONValue {
     /// Escapes only what JSON requires: the quote, the backslash and control characters below U+0020. Works on
     /// UTF-8 bytes (every byte of a multi-byte character is 0x80 or above, so none is escaped) and copies the runs
     /// between escapes whole.
-    private static func writeString(_ value: String, to bytes: inout [UInt8]) {
+    static func writeString(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { text in
@@ -135,6 +135,21 @@ extension JSONValue {
             bytes.append(contentsOf: text[runStart...])
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Decimal digits, as `String(value)` prints them, without making the string.
+    static func writeInteger(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var count = 0
+            repeat {
+                digits[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0
+            for index in (0..<count).reversed() { bytes.append(digits[index]) }
+        }
     }
 
     private static func escape(_ byte: UInt8) -> [UInt8] {

@@ -3,12 +3,42 @@ import Foundation
 /// RFC 3339 times as the ledger reads and prints them: UTC, microsecond precision (PostgreSQL's), so a time
 /// printed by the ledger and passed back (e.g. as `asOf`) names exactly the same instant.
 public enum RFC3339 {
-    /// `2026-11-22T13:05:09.123456Z`.
+    /// `2026-11-22T13:05:09.123456Z`. Written digit by digit into one string: every event's times are formatted
+    /// for its seal, and again for each answer that shows it.
     public static func format(_ date: Date) -> String {
         let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
         let (seconds, fraction) = floorDivide(micros, 1_000_000)
         let (days, secondOfDay) = floorDivide(seconds, 86_400)
         let (year, month, day) = civil(fromDays: days)
+        guard (0...9999).contains(year) else { return formatWideYear(year, month, day, secondOfDay, fraction) }
+        return String(unsafeUninitializedCapacity: 27) { text in
+            func put(_ value: Int64, width: Int, at start: Int) {
+                var rest = value
+                for index in (start..<start + width).reversed() {
+                    text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+            }
+            put(year, width: 4, at: 0)
+            text[4] = UInt8(ascii: "-")
+            put(month, width: 2, at: 5)
+            text[7] = UInt8(ascii: "-")
+            put(day, width: 2, at: 8)
+            text[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, width: 2, at: 11)
+            text[13] = UInt8(ascii: ":")
+            put(secondOfDay % 3600 / 60, width: 2, at: 14)
+            text[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, width: 2, at: 17)
+            text[19] = UInt8(ascii: ".")
+            put(fraction, width: 6, at: 20)
+            text[26] = UInt8(ascii: "Z")
+            return 27
+        }
+    }
+
+    /// A year outside 0000–9999 (only a date that never came from RFC 3339 text has one), as `format` always wrote it.
+    private static func formatWideYear(_ year: Int64, _ month: Int64, _ day: Int64, _ secondOfDay: Int64, _ fraction: Int64) -> String {
         let digits = { (value: Int64, width: Int) -> String in
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text

@@ -14,14 +14,33 @@ import Foundation
 ///   from 32 zero bytes. A digest someone saved pins every event up to its position: changing any of them changes
 ///   its hash, so it changes the digest.
 public enum EventSeal {
+    /// The bytes of `canonicalValue(…).canonicalBytes`, written member by member in the order of their sorted names,
+    /// without building and sorting an object first: each append seals its events, and the sealer and `ledger verify`
+    /// seal every event again to check it.
     public static func canonicalBytes(
         orderId: String, version: Int, eventId: UUID, type: String, data: JSONValue, metadata: JSONValue,
         occurredAt: Date?, recordedAt: Date
     ) -> [UInt8] {
-        canonicalValue(
-            orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
-            occurredAt: occurredAt, recordedAt: recordedAt
-        ).canonicalBytes
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        bytes.append(contentsOf: #"{"data":"#.utf8)
+        data.write(to: &bytes)
+        bytes.append(contentsOf: #","eventId":"#.utf8)
+        JSONValue.writeString(eventId.uuidString.lowercased(), to: &bytes)
+        bytes.append(contentsOf: #","metadata":"#.utf8)
+        metadata.write(to: &bytes)
+        bytes.append(contentsOf: #","occurredAt":"#.utf8)
+        if let occurredAt { JSONValue.writeString(RFC3339.format(occurredAt), to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        bytes.append(contentsOf: #","orderId":"#.utf8)
+        JSONValue.writeString(orderId, to: &bytes)
+        bytes.append(contentsOf: #","recordedAt":"#.utf8)
+        JSONValue.writeString(RFC3339.format(recordedAt), to: &bytes)
+        bytes.append(contentsOf: #","type":"#.utf8)
+        JSONValue.writeString(type, to: &bytes)
+        bytes.append(contentsOf: #","version":"#.utf8)
+        JSONValue.writeInteger(Int64(version), to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 
     /// The canonical bytes as a JSON value, to compare with what stored bytes parse to.

@@ -15,14 +15,11 @@ public struct AuditedEvent: Sendable, Hashable {
     public var sealProblem: String? {
         guard let canonical, let hash else { return "the event is not sealed (no canonical bytes or hash)" }
         guard event.version == 1 || previousHash != nil else { return "the event before it (version \(event.version - 1)) is missing" }
-        let stated = EventSeal.canonicalValue(
-            orderId: event.orderId, version: event.version, eventId: event.eventId, type: event.type, data: event.data,
-            metadata: event.metadata, occurredAt: event.occurredAt, recordedAt: event.recordedAt)
         // The ledger stores the canonical bytes of the row it writes, so the bytes of what the row says are compared
         // first: a match proves the row intact without parsing the stored bytes (`ledger verify` over 1.95 million
         // events: 44.1 s → 40.7 s; the sealer does the same check). Bytes that differ may still say the same (another
         // writer's formatting of an equal value), so they are compared as JSON before the row is called changed.
-        guard stated.canonicalBytes == canonical || (try? JSONValue(parsing: canonical)) == stated else {
+        guard event.canonicalBytes == canonical || (try? JSONValue(parsing: canonical)) == event.canonicalValue else {
             return "the stored row differs from the bytes that were hashed (order id, version, event id, type, data, metadata or times changed)"
         }
         guard EventSeal.hash(previous: previousHash, canonical: canonical) == hash else {
@@ -36,6 +33,22 @@ public struct AuditedEvent: Sendable, Hashable {
             return "the hash does not match SHA-256(previous hash ‖ canonical bytes)"
         }
         return nil
+    }
+}
+
+extension StoredEvent {
+    /// The canonical bytes of what the row says (`EventSeal`).
+    var canonicalBytes: [UInt8] {
+        EventSeal.canonicalBytes(
+            orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
+            occurredAt: occurredAt, recordedAt: recordedAt)
+    }
+
+    /// The same, as a JSON value, to compare with what other bytes parse to.
+    var canonicalValue: JSONValue {
+        EventSeal.canonicalValue(
+            orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
+            occurredAt: occurredAt, recordedAt: recordedAt)
     }
 }
 

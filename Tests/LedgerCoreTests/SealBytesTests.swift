@@ -1,0 +1,61 @@
+import Foundation
+import LedgerCore
+import Testing
+
+/// The bytes an event is sealed with are written directly (`EventSeal.canonicalBytes`, `RFC3339.format`,
+/// integers without `String`), so they are held here to the definitions they must equal byte for byte: the canonical
+/// JSON of the event's object, and times as RFC 3339 text that parses back to the same instant.
+@Suite("Seal bytes: written directly, equal to their definitions")
+struct SealBytesTests {
+    @Test func timesAreWrittenAsRFC3339WithMicroseconds() {
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 1_795_007_109.123456)) == "2026-11-18T13:05:09.123456Z")
+        #expect(RFC3339.format(Date(timeIntervalSince1970: -0.000001)) == "1969-12-31T23:59:59.999999Z")
+        #expect(RFC3339.format(Date(timeIntervalSince1970: -62_167_219_200)) == "0000-01-01T00:00:00.000000Z")
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 253_402_300_799.5)) == "9999-12-31T23:59:59.500000Z")
+        // Outside four-digit years (never from RFC 3339 text), as before.
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 253_402_300_800)) == "10000-01-01T00:00:00.000000Z")
+    }
+
+    @Test func everyFormattedTimeParsesBackToTheSameInstant() {
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let micros = Int64.random(in: -62_167_219_200_000_000...253_402_300_799_999_999, using: &random)
+            let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+            let text = RFC3339.format(date)
+            #expect(text.utf8.count == 27, "\(text)")
+            #expect(RFC3339.parse(text).map(RFC3339.format) == text, "\(text)")
+        }
+    }
+
+    @Test func integersAreWrittenAsTheirDecimalText() {
+        for value: Int64 in [0, 7, -1, -7, 10, -10, 4_999, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1] {
+            #expect(JSONValue.int(value).canonicalJSON == String(value))
+        }
+    }
+
+    @Test func anEventsSealBytesAreTheCanonicalJSONOfItsObject() throws {
+        let samples: [(data: JSONValue, metadata: JSONValue, occurredAt: Date?)] = [
+            (["amount": ["value": 499, "currency": "USD"], "productId": "gold.100", "quantity": 1], ["actor": "checkout"], nil),
+            (["reason": .string("quote\" back\\ nl\n é 😀"), "z": .array([.null, .bool(true), .double(1.5), .int(-3)])],
+             ["actor": "a", "requestId": "r-1", "ip": .null], Date(timeIntervalSince1970: 1_795_007_109.000001)),
+            ([:], [:], Date(timeIntervalSince1970: -1)),
+            (["é": 1, "e": 2, "E": ["b": [], "a": [:]]], ["ﬀ": "x"], Date(timeIntervalSince1970: 0)),
+        ]
+        for (index, sample) in samples.enumerated() {
+            let arguments = (
+                orderId: "order-\(index)", version: [1, 9, 10, Int(Int32.max)][index], eventId: UUID(),
+                type: ["order.created", "receipt.received", "t\"", "order.granted"][index])
+            let written = EventSeal.canonicalBytes(
+                orderId: arguments.orderId, version: arguments.version, eventId: arguments.eventId, type: arguments.type,
+                data: sample.data, metadata: sample.metadata, occurredAt: sample.occurredAt,
+                recordedAt: Date(timeIntervalSince1970: 1_795_007_109.654321))
+            let defined = EventSeal.canonicalValue(
+                orderId: arguments.orderId, version: arguments.version, eventId: arguments.eventId, type: arguments.type,
+                data: sample.data, metadata: sample.metadata, occurredAt: sample.occurredAt,
+                recordedAt: Date(timeIntervalSince1970: 1_795_007_109.654321))
+            #expect(String(decoding: written, as: UTF8.self) == defined.canonicalJSON)
+            #expect(try JSONValue(parsing: written) == defined)
+        }
+    }
+}
