@@ -34,7 +34,7 @@ public enum LedgerApplication {
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
         let reads = ReadSource(primary: ledger, replicas: replicas)
         OrderRoutes(
-            ledger: ledger, reads: reads, recovery: database.recovery, metrics: metrics, histories: RenderedHistories(),
+            ledger: ledger, reads: reads, metrics: metrics, histories: RenderedHistories(),
             appStore: providers.appStore)
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)

@@ -12,8 +12,6 @@ struct OrderRoutes {
     let ledger: Ledger
     /// Where the reads go: a replica when one is usable (`ReadSource`).
     let reads: ReadSource
-    /// The order's place on the recovery schedule, shown with the order (always the primary's).
-    let recovery: RecoverySchedule
     let metrics: LedgerMetrics
     /// History pages rendered once, answered again while their order's stream stays at their version.
     let histories: RenderedHistories
@@ -50,11 +48,12 @@ struct OrderRoutes {
 
     @Sendable func order(_ request: Request, context: Context) async throws -> Response {
         let orderId = try context.pathId("orderId")
-        let recovery = self.recovery
         return try await reads.serve(request) { ledger in
-            guard let order = try await ledger.order(orderId) else { throw APIError.notFound("order \(orderId) is not in the ledger") }
+            guard let (order, recovery) = try await ledger.orderAndRecovery(orderId) else {
+                throw APIError.notFound("order \(orderId) is not in the ledger")
+            }
             guard case .object(var fields) = order.json else { return JSONResponse.make(status: .ok, body: order.json) }
-            fields["recovery"] = try await recovery.entry(orderId)?.json ?? .null
+            fields["recovery"] = recovery?.json ?? .null
             // Tagged by its bytes: the answer holds the recovery schedule's attempts too, which move without an event.
             return EntityTags.answer(request, body: ByteBuffer(bytes: JSONValue.object(fields).canonicalBytes))
         }

@@ -30,15 +30,13 @@ struct HotStatementPlanTests {
             _ = try await ledger.history(orders[0], asOf: Date(), after: 0, limit: 100)
             _ = try await ledger.streamVersion(orders[0])
             _ = try await ledger.order(orders[0])
-            _ = try await RecoverySchedule(pools: EventLoopPools(service), logger: Self.logger).entry(orders[0])
 
             try await Self.burst(50_000, copying: orders[0], on: owner)
 
             let plans = try await service.withConnection { connection in try await Self.cachedPlans(on: connection) }
             #expect(Set(plans.keys).isSuperset(of: [
                 AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, EventStore.PageShape.name,
-                EventStore.PageAsOfShape.name, EventStore.VersionShape.name, OrderRows.LoadShape.name,
-                RecoverySchedule.EntryShape.name,
+                EventStore.PageAsOfShape.name, EventStore.VersionShape.name, Ledger.OrderShape.name,
             ]))
             for (name, plan) in plans {
                 // The token epoch is one row for good (schema/009): scanning it is the lookup.
@@ -56,8 +54,7 @@ struct HotStatementPlanTests {
     @Test func everyStatementShapeHasANameOfItsOwn() {
         let shapes: [any StatementShape.Type] = [
             AppendStatements.ReadShape.self, AppendStatements.WriteShape.self, AppendStatements.QueuedWriteShape.self,
-            EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self, OrderRows.LoadShape.self,
-            RecoverySchedule.EntryShape.self,
+            EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self, Ledger.OrderShape.self,
         ]
         #expect(Set(shapes.map { $0.name }).count == shapes.count)
         #expect(shapes.allSatisfy { $0.name.hasPrefix("ledger.") })

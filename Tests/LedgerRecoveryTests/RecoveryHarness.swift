@@ -78,7 +78,7 @@ struct RecoveryHarness: Sendable {
 
     /// Where the order stands on the schedule.
     func entry(_ orderId: String) async throws -> RecoveryEntry? {
-        try await database.recovery.entry(orderId, attempts: 100)
+        try await database.ledger.orderAndRecovery(orderId, attempts: 100)?.recovery
     }
 
     /// The clock past the queued-payment threshold of every order recorded so far: they may be lost now. Counted from

@@ -8,7 +8,7 @@ import PostgresNIO
 /// Ledger+Record.swift); an order, its history, the feed and its evidence are in Reads/.
 public struct Ledger: Sendable {
     private let pools: EventLoopPools
-    private let logger: Logger
+    let logger: Logger
     private let confirmsTokens: Bool
     let rows: OrderRows
 

@@ -11,28 +11,6 @@ struct OrderRows: Sendable {
     /// The column names, in `columns` order.
     static let orderColumns = columns.map(\.name).joined(separator: ", ")
 
-    /// The order's row and the token epoch (schema/009), which confirms a request's cached token as a history page's
-    /// does: one prepared statement answers "what is this order's state" for a request (`Ledger.order`).
-    func load(_ orderId: String, on connection: PostgresConnection) async throws -> (order: Order, tokenEpoch: Int64)? {
-        let rows = try await connection.query(Self.loadQuery(orderId), preparedAs: LoadShape.self, logger: logger)
-        var found: (order: Order, tokenEpoch: Int64)?
-        for try await row in rows {
-            let columns = row.makeRandomAccess()
-            guard let order = try Self.decodeOrder(columns, from: 0) else { throw CorruptRow(column: "order_id", value: "NULL") }
-            found = (order, try columns[Self.columns.count].decode(Int64.self))
-        }
-        return found
-    }
-
-    static func loadQuery(_ orderId: String) -> PostgresQuery {
-        "SELECT \(unescaped: orderColumns), (SELECT epoch FROM api_token_epoch) FROM orders WHERE order_id = \(orderId)"
-    }
-
-    enum LoadShape: StatementShape {
-        static let name = "ledger.order"
-        static let sql = loadQuery("").sql
-    }
-
     /// The orders upsert of the append's write statement, around its `SELECT` of the new row's values.
     static let upsertOrderSQL = "INSERT INTO orders (\(orderColumns))"
     static let upsertOrderConflictSQL = "ON CONFLICT (order_id) DO UPDATE SET "

@@ -5,12 +5,49 @@ import PostgresNIO
 extension Ledger {
     /// The order as projected now; nil when the ledger has never seen it.
     public func order(_ orderId: String) async throws -> Order? {
-        let rows = self.rows, confirmsTokens = store.confirmsTokens
+        try await orderAndRecovery(orderId, attempts: 0)?.order
+    }
+
+    /// The order as projected now and where it stands on the recovery schedule (nil: never on it), with its latest
+    /// `attempts`, newest first: what `GET /v1/orders/{id}` answers. One prepared statement reads the order, its
+    /// schedule row and the token epoch (which confirms a request's cached token); a second reads the attempts of an
+    /// order on the schedule. Nil when the ledger has never seen the order.
+    public func orderAndRecovery(
+        _ orderId: String, attempts: Int = 20
+    ) async throws -> (order: Order, recovery: RecoveryEntry?)? {
+        let confirmsTokens = store.confirmsTokens, logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
-            guard let found = try await rows.load(orderId, on: connection) else { return nil }
+            var found: (order: Order, recovery: RecoveryEntry?, tokenEpoch: Int64)?
+            let rows = try await connection.query(Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
+            for try await row in rows {
+                let columns = row.makeRandomAccess(), count = OrderRows.columns.count
+                guard let order = try OrderRows.decodeOrder(columns, from: 0) else {
+                    throw CorruptRow(column: "order_id", value: "NULL")
+                }
+                found = (order, try RecoverySchedule.entry(of: orderId, from: columns, at: count + 1),
+                         try columns[count].decode(Int64.self))
+            }
+            guard var found else { return nil }
             if confirmsTokens { try await TokenConfirmation.confirm(epoch: found.tokenEpoch) }
-            return found.order
+            if attempts > 0, found.recovery != nil {
+                found.recovery?.attempts = try await RecoverySchedule.attempts(
+                    of: orderId, limit: attempts, on: connection, logger: logger)
+            }
+            return (found.order, found.recovery)
         }
+    }
+
+    static func orderQuery(_ orderId: String) -> PostgresQuery {
+        """
+        SELECT \(unescaped: OrderRows.orderColumnsOfO), (SELECT epoch FROM api_token_epoch),
+               \(unescaped: RecoverySchedule.entryColumnsOfR)
+        FROM orders o LEFT JOIN recovery_schedule r USING (order_id) WHERE o.order_id = \(orderId)
+        """
+    }
+
+    enum OrderShape: StatementShape {
+        static let name = "ledger.order"
+        static let sql = orderQuery("").sql
     }
 
     /// "What happened to this order": every event with the state it left, and the order they fold to —

@@ -179,48 +179,40 @@ public struct RecoverySchedule: Sendable {
         }
     }
 
-    /// Where the order stands on the schedule, with its latest attempts (newest first, at most `attempts`); nil when
-    /// it was never on it.
-    public func entry(_ orderId: String, attempts limit: Int = 20) async throws -> RecoveryEntry? {
-        let logger = self.logger
-        return try await client.withConnection(within: Deadline.remaining) { connection in
-            var entry: RecoveryEntry?
-            // Prepared: every answer about an order asks (`GET /v1/orders/{id}`), and most orders are on no schedule.
-            for try await (orderId, provider, reason, status, enteredAt, attempts, nextAttemptAt, endedAt)
-                in try await connection.query(Self.entryQuery(orderId), preparedAs: EntryShape.self, logger: logger)
-                    .decode((String, String, String, String, Date, Int, Date, Date?).self) {
-                guard let reason = RecoveryReason(rawValue: reason) else { throw CorruptRow(column: "reason", value: reason) }
-                guard let status = RecoveryStatus(rawValue: status) else { throw CorruptRow(column: "status", value: status) }
-                entry = RecoveryEntry(
-                    orderId: orderId, provider: provider, reason: reason, status: status, enteredAt: enteredAt,
-                    attemptCount: attempts, next: status == .pending ? .due(nextAttemptAt) : .ended(status), endedAt: endedAt,
-                    attempts: [])
-            }
-            guard var found = entry else { return nil }
-            for try await (attempt, provider, askedBy, askedAt, duration, outcome, said, words, recorded)
-                in try await connection.query("""
-                    SELECT attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, recorded
-                    FROM recovery_attempts WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
-                    """, logger: logger).decode((Int, String, String, Date, Int, String, String, String?, [String]).self) {
-                guard let outcome = RecoveryOutcome(rawValue: outcome) else { throw CorruptRow(column: "outcome", value: outcome) }
-                found.attempts.append(RecoveryAttempt(
-                    orderId: orderId, attempt: attempt, provider: provider, askedBy: askedBy, askedAt: askedAt,
-                    durationMilliseconds: duration, outcome: outcome, said: said, providerWords: words, recorded: recorded))
-            }
-            return found
+    /// The schedule's columns of an order, as `r.…` of a statement that joins `recovery_schedule AS r`
+    /// (`Ledger.orderAndRecovery`); `entry(from:at:)` reads them back.
+    static let entryColumnsOfR = "r.provider, r.reason, r.status, r.entered_at, r.attempts, r.next_attempt_at, r.ended_at"
+
+    /// The entry in `entryColumnsOfR` from column `start`, without its attempts; nil when the order was never on
+    /// the schedule (the outer join found no row).
+    static func entry(of orderId: String, from columns: PostgresRandomAccessRow, at start: Int) throws -> RecoveryEntry? {
+        guard let provider = try columns[start].decode(String?.self) else { return nil }
+        let reason = try columns[start + 1].decode(String.self), status = try columns[start + 2].decode(String.self)
+        guard let reason = RecoveryReason(rawValue: reason) else { throw CorruptRow(column: "reason", value: reason) }
+        guard let status = RecoveryStatus(rawValue: status) else { throw CorruptRow(column: "status", value: status) }
+        return RecoveryEntry(
+            orderId: orderId, provider: provider, reason: reason, status: status,
+            enteredAt: try columns[start + 3].decode(Date.self), attemptCount: try columns[start + 4].decode(Int.self),
+            next: status == .pending ? .due(try columns[start + 5].decode(Date.self)) : .ended(status),
+            endedAt: try columns[start + 6].decode(Date?.self), attempts: [])
+    }
+
+    /// The order's latest attempts, newest first, at most `limit`.
+    static func attempts(
+        of orderId: String, limit: Int, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [RecoveryAttempt] {
+        var attempts: [RecoveryAttempt] = []
+        for try await (attempt, provider, askedBy, askedAt, duration, outcome, said, words, recorded)
+            in try await connection.query("""
+                SELECT attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, recorded
+                FROM recovery_attempts WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
+                """, logger: logger).decode((Int, String, String, Date, Int, String, String, String?, [String]).self) {
+            guard let outcome = RecoveryOutcome(rawValue: outcome) else { throw CorruptRow(column: "outcome", value: outcome) }
+            attempts.append(RecoveryAttempt(
+                orderId: orderId, attempt: attempt, provider: provider, askedBy: askedBy, askedAt: askedAt,
+                durationMilliseconds: duration, outcome: outcome, said: said, providerWords: words, recorded: recorded))
         }
-    }
-
-    static func entryQuery(_ orderId: String) -> PostgresQuery {
-        """
-        SELECT order_id, provider, reason, status, entered_at, attempts, next_attempt_at, ended_at
-        FROM recovery_schedule WHERE order_id = \(orderId)
-        """
-    }
-
-    enum EntryShape: StatementShape {
-        static let name = "ledger.recovery-entry"
-        static let sql = entryQuery("").sql
+        return attempts
     }
 
     // MARK: Statements
