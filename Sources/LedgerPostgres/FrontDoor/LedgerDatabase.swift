@@ -2,15 +2,15 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// The ledger opened on its database: its connection pools (`EventLoopPools`) and the four entry points every route and command goes
-/// through, built once (`serve` at start, a command when it opens the database):
+/// The ledger opened on its database: its connection pools (`EventLoopPools`) and the four entry points every route
+/// and command goes through, built once (`serve` at start, a command when it opens the database):
 /// - `ledger`: orders — record, reads, the feed, evidence, providers' messages;
 /// - `finance`: reports, reconciliation, anomalies;
 /// - `operations`: digests, verification, rebuild, export, tokens, readiness;
 /// - `recovery`: the schedule of orders the ledger asks their provider about (补单), and their attempts.
 ///
-/// Nothing outside this module holds the pool: `serve` runs this value as a service (the pool's connections live
-/// while it runs), and a command opens one with `Database.withLedger`.
+/// Nothing outside this module holds a pool: `serve` runs this value as a service (the pools' connections live while
+/// it runs), and a command opens one with `Database.withLedger`.
 public struct LedgerDatabase: Service {
     let pools: EventLoopPools
     public let ledger: Ledger
