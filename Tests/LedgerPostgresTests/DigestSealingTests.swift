@@ -44,4 +44,25 @@ struct DigestSealingTests {
             #expect(sealed?.eventCount == 6)
         }
     }
+
+    /// The sealer takes one session, the one that holds its turn: in `serve` it shares the first pool with the
+    /// requests of one event loop (`EventLoopPools`). On a pool of one session, a sealer that needed a second would
+    /// wait for it forever (the time limit fails the test).
+    @Test(.timeLimit(.minutes(1))) func aSealerSealsOnTheOneSessionOfItsPool() async throws {
+        try await TestDatabase.withClient(poolSize: 1) { client in
+            let ledger = Ledger(client: client)
+            try await recordHappyOrders(1, on: ledger)
+            let digests = LedgerDigests(client: client)
+            _ = try await digests.seal()
+            try await recordHappyOrders(1, prefix: "more", on: ledger)
+            // From a checkpoint: the cursor's position is looked up too.
+            var sealed: DigestCheckpoint?
+            let deadline = ContinuousClock.now + .seconds(50)
+            while sealed?.eventCount != 12, ContinuousClock.now < deadline {
+                sealed = try await digests.seal()
+                if sealed == nil { sealed = try await digests.latest() }
+            }
+            #expect(sealed?.eventCount == 12)
+        }
+    }
 }

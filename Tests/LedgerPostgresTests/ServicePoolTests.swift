@@ -25,7 +25,7 @@ struct ServicePoolTests {
     }
 
     /// `serve` keeps a pool per event loop (`EventLoopPools`): the sessions are shared out, never more in all than
-    /// configured, at least four to a pool (the sealer holds one session while it reads with another).
+    /// configured, at least four to a pool (a loop's requests wait for its own pool's sessions only).
     @Test func theSessionsAreSharedOutAtLeastFourToAPoolAndAtMostOnePoolToALoop() {
         #expect(EventLoopPools.shares(of: 8, loops: 2) == [4, 4])
         #expect(EventLoopPools.shares(of: 9, loops: 2) == [5, 4])

@@ -29,44 +29,53 @@ struct AuditLog: Sendable {
         _ extent: Extent = .snapshot, after position: Int64? = nil, pageSize: Int = 5_000,
         _ body: (AuditedEvent) async throws -> Bool
     ) async throws {
+        try await client.withConnection { connection in
+            try await forEachInFeedOrder(extent, after: position, pageSize: pageSize, on: connection, body)
+        }
+    }
+
+    /// The same, read on `connection`: the sealer reads on the session that holds its turn, and so takes one session
+    /// of its pool, not two. Run in its caller's isolation, as a closure's body would be.
+    nonisolated(nonsending) func forEachInFeedOrder(
+        _ extent: Extent, after position: Int64?, pageSize: Int = 5_000, on connection: PostgresConnection,
+        _ body: (AuditedEvent) async throws -> Bool
+    ) async throws {
         var cursor: (xid: String, position: Int64)?
         if let position {
-            cursor = (try await EventStore(client: client, logger: logger).transactionId(ofPosition: position), position)
+            cursor = (try await EventStore.transactionId(ofPosition: position, on: connection, logger: logger), position)
         }
         let horizon = switch extent {
         case .stable: "pg_snapshot_xmin(pg_current_snapshot())"
         case .snapshot: "'18446744073709551615'::xid8"  // the largest xid8: no limit
         }
-        try await client.withConnection { connection in
-            if case .snapshot = extent {
-                try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
-            }
-            do {
-                pages: while true {
-                    let rows = try await connection.query(
-                        """
-                        SELECT \(unescaped: Self.columns), e.transaction_xid::text
-                        FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
-                        WHERE (e.transaction_xid, e.position) > (\(cursor?.xid ?? "0")::xid8, \(cursor?.position ?? 0))
-                          AND e.transaction_xid < \(unescaped: horizon)
-                        ORDER BY e.transaction_xid, e.position
-                        LIMIT \(pageSize)
-                        """, logger: logger)
-                    var count = 0
-                    for try await row in rows {
-                        count += 1
-                        let event = try Self.decode(row)
-                        cursor = (try row.makeRandomAccess()[Self.columnCount].decode(String.self), event.event.position)
-                        guard try await body(event) else { break pages }
-                    }
-                    if count < pageSize { break pages }
-                }
-            } catch {
-                if case .snapshot = extent { _ = try? await connection.query("ROLLBACK", logger: logger) }
-                throw error
-            }
-            if case .snapshot = extent { try await connection.query("ROLLBACK", logger: logger) }
+        if case .snapshot = extent {
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
         }
+        do {
+            pages: while true {
+                let rows = try await connection.query(
+                    """
+                    SELECT \(unescaped: Self.columns), e.transaction_xid::text
+                    FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
+                    WHERE (e.transaction_xid, e.position) > (\(cursor?.xid ?? "0")::xid8, \(cursor?.position ?? 0))
+                      AND e.transaction_xid < \(unescaped: horizon)
+                    ORDER BY e.transaction_xid, e.position
+                    LIMIT \(pageSize)
+                    """, logger: logger)
+                var count = 0
+                for try await row in rows {
+                    count += 1
+                    let event = try Self.decode(row)
+                    cursor = (try row.makeRandomAccess()[Self.columnCount].decode(String.self), event.event.position)
+                    guard try await body(event) else { break pages }
+                }
+                if count < pageSize { break pages }
+            }
+        } catch {
+            if case .snapshot = extent { _ = try? await connection.query("ROLLBACK", logger: logger) }
+            throw error
+        }
+        if case .snapshot = extent { try await connection.query("ROLLBACK", logger: logger) }
     }
 
     /// One order's events in version order.

@@ -50,18 +50,23 @@ struct LedgerDigests: Sendable {
 
     /// The newest checkpoint; nil before the first seal.
     func latest() async throws -> DigestCheckpoint? {
-        try await client.query(
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            try await Self.latest(on: connection, logger: logger)
+        }
+    }
+
+    private static func latest(on connection: PostgresConnection, logger: Logger) async throws -> DigestCheckpoint? {
+        let rows = try await connection.query(
             """
             SELECT event_count, position, digest, recorded_at FROM ledger_digests
             ORDER BY event_count DESC LIMIT 1
-            """, logger: logger
-        ) { rows in
-            for try await (count, position, digest, recordedAt) in rows.decode((Int64, Int64, ByteBuffer, Date).self) {
-                return DigestCheckpoint(
-                    eventCount: count, position: position, digest: Array(digest.readableBytesView), recordedAt: recordedAt)
-            }
-            return nil
+            """, logger: logger)
+        for try await (count, position, digest, recordedAt) in rows.decode((Int64, Int64, ByteBuffer, Date).self) {
+            return DigestCheckpoint(
+                eventCount: count, position: position, digest: Array(digest.readableBytesView), recordedAt: recordedAt)
         }
+        return nil
     }
 
     /// Every checkpoint, keyed by event count (for `verify`).
@@ -146,13 +151,14 @@ struct LedgerDigests: Sendable {
     /// "ledger digest" as an advisory-lock key (any constant; distinct from the migrator's).
     static let lockKey: Int64 = 0x6c65_6467_6572_6467
 
+    /// Everything on `connection`, the session that holds the sealer's turn: sealing takes one session of its pool.
     private func extend(on connection: PostgresConnection) async throws -> DigestCheckpoint? {
-        let start = try await latest()
+        let start = try await Self.latest(on: connection, logger: logger)
         var digest = start?.digest ?? EventSeal.genesisDigest
         var count = start?.eventCount ?? 0
         var last: Int64?
         var broken: AuditedEvent?
-        try await AuditLog(client: client, logger: logger).forEachInFeedOrder(.stable, after: start?.position) { audited in
+        try await AuditLog(client: client, logger: logger).forEachInFeedOrder(.stable, after: start?.position, on: connection) { audited in
             guard audited.sealProblem == nil, let hash = audited.hash else {
                 broken = audited
                 return false

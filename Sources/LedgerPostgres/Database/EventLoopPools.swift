@@ -13,8 +13,8 @@ import PostgresNIO
 /// (16 clients, 2 cores; BENCHMARKS.md).
 ///
 /// The configured sessions are shared out, at least `minimumSessions` to a pool, so there are fewer pools than loops
-/// when the sessions are few: the sealer holds one session of the first pool while it reads with another, and a loop's
-/// requests wait for its own pool's sessions, never another's. A caller on no loop with a pool of its own (a command,
+/// when the sessions are few: a loop's requests wait for its own pool's sessions, never another's, and the first pool
+/// also serves the sealer (one session while it seals) and the operator's work. A caller on no loop with a pool of its own (a command,
 /// a test, the sealer's thread) uses the first pool.
 public struct EventLoopPools: Sendable {
     private let pools: [(loop: (any EventLoop)?, client: PostgresClient)]

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import Logging
 import PostgresNIO
 
 extension EventStore {
@@ -169,12 +170,16 @@ extension EventStore {
 
     /// The writing transaction of the event at `position` (as text): the first half of a feed cursor.
     func transactionId(ofPosition position: Int64) async throws -> String {
-        try await client.query(
-            "SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger
-        ) { rows in
-            for try await xid in rows.decode(String.self) { return xid }
-            throw EventStoreError.unknownPosition(position)
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            try await Self.transactionId(ofPosition: position, on: connection, logger: logger)
         }
+    }
+
+    static func transactionId(ofPosition position: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
+        let rows = try await connection.query("SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger)
+        for try await xid in rows.decode(String.self) { return xid }
+        throw EventStoreError.unknownPosition(position)
     }
 
     /// The columns every read selects, in the order `decode` expects.
