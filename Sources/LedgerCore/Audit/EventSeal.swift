@@ -72,9 +72,15 @@ public enum EventSeal {
 }
 
 extension Array where Element == UInt8 {
-    /// Lower-case hex, as hashes and digests are printed.
+    /// Lower-case hex, as hashes and digests are printed: two digits a byte, written into one string.
     public var hex: String {
-        map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+        String(unsafeUninitializedCapacity: count * 2) { text in
+            for (index, byte) in enumerated() {
+                text[2 * index] = lowerCaseHexDigits[Int(byte >> 4)]
+                text[2 * index + 1] = lowerCaseHexDigits[Int(byte & 0x0F)]
+            }
+            return count * 2
+        }
     }
 
     /// Parses lower- or upper-case hex; nil when the text is not whole bytes of hex.
@@ -90,3 +96,5 @@ extension Array where Element == UInt8 {
         self = bytes
     }
 }
+
+private let lowerCaseHexDigits = Array("0123456789abcdef".utf8)
