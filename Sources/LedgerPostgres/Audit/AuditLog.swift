@@ -35,7 +35,8 @@ struct AuditLog: Sendable {
     }
 
     /// The same, read on `connection`: the sealer reads on the session that holds its turn, and so takes one session
-    /// of its pool, not two. Run in its caller's isolation, as a closure's body would be.
+    /// of its pool, not two. `nonisolated(nonsending)`: it runs where its caller runs, so the overload above can hand
+    /// it `body`, which is not `Sendable`.
     nonisolated(nonsending) func forEachInFeedOrder(
         _ extent: Extent, after position: Int64?, pageSize: Int = 5_000, on connection: PostgresConnection,
         _ body: (AuditedEvent) async throws -> Bool

@@ -180,7 +180,7 @@ public struct RecoverySchedule: Sendable {
     }
 
     /// The schedule's columns of an order, as `r.…` of a statement that joins `recovery_schedule AS r`
-    /// (`Ledger.orderAndRecovery`); `entry(from:at:)` reads them back.
+    /// (`Ledger.orderAndRecovery`); `entry(of:from:at:)` reads them back.
     static let entryColumnsOfR = "r.provider, r.reason, r.status, r.entered_at, r.attempts, r.next_attempt_at, r.ended_at"
 
     /// The entry in `entryColumnsOfR` from column `start`, without its attempts; nil when the order was never on
