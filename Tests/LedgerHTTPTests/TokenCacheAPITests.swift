@@ -5,8 +5,8 @@ import LedgerTestSupport
 import Testing
 
 /// Tokens are kept in memory (`TokenCache`), yet a revocation takes effect on the token's very next request, on
-/// every route: the append's, the order's and the history page's own statements read the token epoch, other routes look the
-/// token up before answering.
+/// every route: the append's, the order's, the transaction's and the history page's own statements read the token
+/// epoch, other routes look the token up before answering.
 @Suite("HTTP: cached tokens, revoked at once")
 struct TokenCacheAPITests {
     @Test func aRevokedWriterIsRefusedBeforeAnythingIsWritten() async throws {
@@ -45,13 +45,18 @@ struct TokenCacheAPITests {
         }
     }
 
-    /// The order's own statement reads the epoch too (`OrderRows.load`).
-    @Test func aRevokedReaderIsRefusedTheOrder() async throws {
+    /// The order's and the transaction's own statements read the epoch too (`Ledger.orderAndRecovery`,
+    /// `Ledger.transaction`).
+    @Test(arguments: ["order", "transaction"]) func aRevokedReaderIsRefusedTheOrderAndTheTransaction(route: String) async throws {
         try await API.run { api in
-            #expect(try await api.post("cached-5", Lifecycle().created).status == .created)
-            #expect(try await api.get("/v1/orders/cached-5", token: "reader").status == .ok)
+            let lifecycle = Lifecycle()
+            for event in [lifecycle.created, lifecycle.queued, lifecycle.receipt] {
+                #expect(try await api.post("cached-5", event).status == .created)
+            }
+            let path = route == "order" ? "/v1/orders/cached-5" : "/v1/transactions/\(lifecycle.transactionId)"
+            #expect(try await api.get(path, token: "reader").status == .ok)
             try await api.tokens.revoke(name: "reader")
-            let after = try await api.get("/v1/orders/cached-5", token: "reader")
+            let after = try await api.get(path, token: "reader")
             #expect(after.status == .unauthorized, "\(after.bodyText)")
             #expect(after.errorCode == "unauthorized")
         }

@@ -30,6 +30,7 @@ struct HotStatementPlanTests {
             _ = try await ledger.history(orders[0], asOf: Date(), after: 0, limit: 100)
             _ = try await ledger.streamVersion(orders[0])
             _ = try await ledger.order(orders[0])
+            _ = try await ledger.transaction("any")
 
             try await Self.burst(50_000, copying: orders[0], on: owner)
 
@@ -37,6 +38,7 @@ struct HotStatementPlanTests {
             #expect(Set(plans.keys).isSuperset(of: [
                 AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, EventStore.PageShape.name,
                 EventStore.PageAsOfShape.name, EventStore.VersionShape.name, Ledger.OrderShape.name,
+                Ledger.TransactionShape.name,
             ]))
             for (name, plan) in plans {
                 // The token epoch is one row for good (schema/009): scanning it is the lookup.
@@ -55,6 +57,7 @@ struct HotStatementPlanTests {
         let shapes: [any StatementShape.Type] = [
             AppendStatements.ReadShape.self, AppendStatements.WriteShape.self, AppendStatements.QueuedWriteShape.self,
             EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self, Ledger.OrderShape.self,
+            Ledger.TransactionShape.self,
         ]
         #expect(Set(shapes.map { $0.name }).count == shapes.count)
         #expect(shapes.allSatisfy { $0.name.hasPrefix("ledger.") })

@@ -63,24 +63,40 @@ extension Ledger {
         return OrderHistory(orderId: orderId, asOf: asOf, entries: fold.entries, order: fold.order)
     }
 
-    /// "Was this transaction already credited?"; nil when the ledger has never seen the transactionId.
+    /// "Was this transaction already credited?"; nil when the ledger has never seen the transactionId. One prepared
+    /// statement, which also reads the token epoch: a backend asks before every credit, and a cached token is confirmed
+    /// without a lookup of its own.
     public func transaction(_ transactionId: String) async throws -> TransactionStatus? {
-        try await client.query(
-            """
-            SELECT t.transaction_id, t.order_id, t.account_id, o.state, t.granted_at, t.finished_at, t.refunded_at
-            FROM order_transactions t JOIN orders o USING (order_id)
-            WHERE t.transaction_id = \(transactionId)
-            """, logger: store.logger
-        ) { rows in
-            for try await (transactionId, orderId, accountId, state, grantedAt, finishedAt, refundedAt)
-                in rows.decode((String, String, String, String, Date?, Date?, Date?).self) {
+        let confirmsTokens = store.confirmsTokens, logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            var found: (status: TransactionStatus, tokenEpoch: Int64)?
+            let rows = try await connection.query(
+                Self.transactionQuery(transactionId), preparedAs: TransactionShape.self, logger: logger)
+            for try await (transactionId, orderId, accountId, state, grantedAt, finishedAt, refundedAt, epoch)
+                in rows.decode((String, String, String, String, Date?, Date?, Date?, Int64).self) {
                 guard let state = OrderState(rawValue: state) else { throw CorruptRow(column: "state", value: state) }
-                return TransactionStatus(
+                found = (TransactionStatus(
                     transactionId: transactionId, orderId: orderId, accountId: accountId, state: state,
-                    grantedAt: grantedAt, finishedAt: finishedAt, refundedAt: refundedAt)
+                    grantedAt: grantedAt, finishedAt: finishedAt, refundedAt: refundedAt), epoch)
             }
-            return nil
+            guard let found else { return nil }
+            if confirmsTokens { try await TokenConfirmation.confirm(epoch: found.tokenEpoch) }
+            return found.status
         }
+    }
+
+    static func transactionQuery(_ transactionId: String) -> PostgresQuery {
+        """
+        SELECT t.transaction_id, t.order_id, t.account_id, o.state, t.granted_at, t.finished_at, t.refunded_at,
+               (SELECT epoch FROM api_token_epoch)
+        FROM order_transactions t JOIN orders o USING (order_id)
+        WHERE t.transaction_id = \(transactionId)
+        """
+    }
+
+    enum TransactionShape: StatementShape {
+        static let name = "ledger.transaction"
+        static let sql = transactionQuery("").sql
     }
 
     /// Orders by id, optionally of one account and/or in one state. Keyset pagination: the cursor is the last
