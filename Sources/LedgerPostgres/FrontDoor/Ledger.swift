@@ -9,7 +9,8 @@ import PostgresNIO
 public struct Ledger: Sendable {
     private let pools: EventLoopPools
     let logger: Logger
-    private let confirmsTokens: Bool
+    /// Whether its reads' token epoch confirms a cached token (`EventStore.confirmsTokens`; not on a replica).
+    let confirmsTokens: Bool
     let rows: OrderRows
 
     init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {

@@ -15,7 +15,7 @@ extension Ledger {
     public func orderAndRecovery(
         _ orderId: String, attempts: Int = 20
     ) async throws -> (order: Order, recovery: RecoveryEntry?)? {
-        let confirmsTokens = store.confirmsTokens, logger = self.logger
+        let confirmsTokens = self.confirmsTokens, logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var found: (order: Order, recovery: RecoveryEntry?, tokenEpoch: Int64)?
             let rows = try await connection.query(Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
@@ -67,7 +67,7 @@ extension Ledger {
     /// statement, which also reads the token epoch: a backend asks before every credit, and a cached token is confirmed
     /// without a lookup of its own.
     public func transaction(_ transactionId: String) async throws -> TransactionStatus? {
-        let confirmsTokens = store.confirmsTokens, logger = self.logger
+        let confirmsTokens = self.confirmsTokens, logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var found: (status: TransactionStatus, tokenEpoch: Int64)?
             let rows = try await connection.query(
