@@ -33,18 +33,29 @@ struct OrderFolds: Sendable {
         }
     }
 
-    /// Order ids that cut the log into `parts` ranges of about as many orders (fewer when there are few orders).
-    func boundaries(parts: Int) async throws -> [String] {
-        guard parts > 1 else { return [] }
-        let rows = try await client.query(
-            """
-            SELECT min(order_id) FROM (
-                SELECT order_id, ntile(\(parts)::int) OVER (ORDER BY order_id) AS part FROM streams
-            ) s GROUP BY part HAVING part > 1 ORDER BY part
-            """, logger: logger)
+    /// How many events the log holds, and order ids that cut it into `parts` ranges of about as many orders (fewer
+    /// when there are few orders). Both come from `streams`, one row per order, whose version is the order's number
+    /// of events (versions have no gaps): over 1,000,000 events this took 29 ms, and counting `events` plus
+    /// `ntile` over the orders 165 ms, all before the first event is folded.
+    func plan(parts: Int) async throws -> (events: Int, boundaries: [String]) {
+        var orders = 0, events = 0
+        for try await (count, sum) in try await client.query(
+            "SELECT count(*), COALESCE(sum(version), 0)::int8 FROM streams", logger: logger
+        ).decode((Int, Int).self) {
+            (orders, events) = (count, sum)
+        }
+        let offsets = (1..<max(1, parts)).map { orders * $0 / parts }.filter { $0 > 0 && $0 < orders }
+        guard !offsets.isEmpty else { return (events, []) }
         var boundaries: [String] = []
-        for try await orderId in rows.decode(String.self) { boundaries.append(orderId) }
-        return boundaries
+        for try await orderId in try await client.query(
+            """
+            SELECT (SELECT order_id FROM streams ORDER BY order_id OFFSET n LIMIT 1)
+            FROM unnest(\(offsets)::int8[]) AS n ORDER BY n
+            """, logger: logger
+        ).decode(String?.self) {
+            if let orderId, orderId != boundaries.last { boundaries.append(orderId) }
+        }
+        return (events, boundaries)
     }
 
     /// The folds of the orders in `[from, below)` (or to the end), a page at a time. A value: `next()` answers the

@@ -79,12 +79,8 @@ public struct ProjectionRebuild: Sendable {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
         }
-        var total = 0
-        for try await count in try await client.query("SELECT count(*) FROM events", logger: logger).decode(Int.self) {
-            total = count
-        }
         let folds = OrderFolds(client: client, logger: logger)
-        let boundaries = try await folds.boundaries(parts: parallelism)
+        let (total, boundaries) = try await folds.plan(parts: parallelism)
         var ranges = zip([""] + boundaries, boundaries.map(Optional.some) + [nil]).map { from, below in
             OrderFolds.Pages(folds: folds, pageSize: pageSize, from: from, below: below)
         }
@@ -116,7 +112,7 @@ public struct ProjectionRebuild: Sendable {
             _ = await writing?.result
             throw error
         }
-        try await indexes.create(on: client)
+        try await indexes.create(on: client, sessions: parallelism)
         let caughtUp = try await swap(rows: rows) { stale in
             try await progress(Progress(
                 phase: .catchingUp(orders: stale), events: events, totalEvents: max(total, events),

@@ -28,23 +28,6 @@ struct Timestamp: PostgresEncodable, PostgresNonThrowingEncodable {
     }
 }
 
-/// A time in a `timestamptz[]` bind, with an absent time sent as `-infinity` (binary `Int64.min`): PostgresNIO's
-/// arrays cannot hold NULL, and no ledger time is infinite, so `NULLIF(t, '-infinity')` gives the absence back.
-/// Binary, so a bulk insert does not format (and PostgreSQL does not parse) RFC 3339 text for every row.
-struct TimestampElement: PostgresArrayEncodable, PostgresNonThrowingEncodable {
-    let date: Date?
-
-    init(_ date: Date?) { self.date = date }
-
-    static var psqlType: PostgresDataType { .timestamptz }
-    static var psqlFormat: PostgresFormat { .binary }
-    static var psqlArrayType: PostgresDataType { .timestamptzArray }
-
-    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
-        buffer.writeInteger(date.map(Timestamp.microseconds) ?? .min)
-    }
-}
-
 extension Optional where Wrapped == Date {
     /// The optional time as a bind (`NULL` when absent).
     var timestamp: Timestamp? { map(Timestamp.init) }

@@ -3,8 +3,8 @@ import LedgerCore
 import PostgresNIO
 
 /// The `orders` row, column by column, in one list: its name and SQL type, how an order fills it in the append's write
-/// statement, and how many orders fill it at once in the rebuild's bulk insert. Every statement that names the
-/// columns or binds their values is built from this list; `OrderRows.decodeOrder` reads them back in this order.
+/// statement, and how the rebuild's bulk fill writes it (`COPY` text). Every statement that names the columns or binds
+/// their values is built from this list; `OrderRows.decodeOrder` reads them back in this order.
 struct OrderRowColumn: Sendable {
     typealias Interpolation = PostgresQuery.StringInterpolation
 
@@ -12,90 +12,72 @@ struct OrderRowColumn: Sendable {
     let type: String
     /// Binds one order's value (NULL for no order).
     let value: @Sendable (inout Interpolation, Order?) -> Void
-    /// Binds the values of many orders as one array, and the expression that turns an element back into the
-    /// column's value: PostgresNIO binds no arrays of optionals, so an optional travels as text with '' for NULL, an
-    /// optional time as binary `timestamptz` with `-infinity` for NULL (`TimestampElement`).
-    let values: @Sendable (inout Interpolation, [Order]) -> Void
-    let fromElement: String
+    /// Writes one order's value as a field of a `COPY` row.
+    let copy: @Sendable (inout CopyTextRows, Order) -> Void
     /// `::type`, made once: the append's write statement is built on every append.
     let cast: String
 
     init(
         name: String, type: String, value: @escaping @Sendable (inout Interpolation, Order?) -> Void,
-        values: @escaping @Sendable (inout Interpolation, [Order]) -> Void, fromElement: String
+        copy: @escaping @Sendable (inout CopyTextRows, Order) -> Void
     ) {
         self.name = name
         self.type = type
         self.value = value
-        self.values = values
-        self.fromElement = fromElement
+        self.copy = copy
         self.cast = "::" + type
     }
 
-    /// A column whose value is never NULL in a row: bound as an array of `type`.
-    static func plain<Value: PostgresArrayEncodable & PostgresNonThrowingEncodable & Sendable>(
-        _ name: String, _ type: String, _ read: @escaping @Sendable (Order) -> Value
-    ) -> OrderRowColumn {
+    /// A text column.
+    static func text(_ name: String, _ read: @escaping @Sendable (Order) -> String?) -> OrderRowColumn {
         OrderRowColumn(
-            name: name, type: type,
-            value: { query, order in query.appendInterpolation(order.map(read)) },
-            values: { query, orders in
-                query.appendInterpolation(orders.map(read))
-                query.appendLiteral("::\(type)[]")
-            },
-            fromElement: "o.\(name)")
-    }
-
-    /// An optional column, bound in bulk as text ('' for NULL) and cast back.
-    static func optionalText<Value: PostgresNonThrowingEncodable & Sendable>(
-        _ name: String, _ type: String, _ read: @escaping @Sendable (Order) -> Value?, text: @escaping @Sendable (Value) -> String
-    ) -> OrderRowColumn {
-        OrderRowColumn(
-            name: name, type: type,
+            name: name, type: "text",
             value: { query, order in query.appendInterpolation(order.flatMap(read)) },
-            values: { query, orders in
-                query.appendInterpolation(orders.map { read($0).map(text) ?? "" })
-                query.appendLiteral("::text[]")
-            },
-            fromElement: type == "text" ? "NULLIF(o.\(name), '')" : "NULLIF(o.\(name), '')::\(type)")
+            copy: { rows, order in rows.append(read(order)) })
     }
 
-    /// A time column, optional or not, bound in bulk as binary `timestamptz` (`-infinity` for NULL).
+    /// An integer column (`int8` in the bind, whatever the column's own width).
+    static func integer(_ name: String, _ read: @escaping @Sendable (Order) -> Int64?) -> OrderRowColumn {
+        OrderRowColumn(
+            name: name, type: "int8",
+            value: { query, order in query.appendInterpolation(order.flatMap(read)) },
+            copy: { rows, order in rows.append(read(order)) })
+    }
+
+    /// A time column.
     static func time(_ name: String, _ read: @escaping @Sendable (Order) -> Date?) -> OrderRowColumn {
         OrderRowColumn(
             name: name, type: "timestamptz",
             value: { query, order in query.appendInterpolation(order.flatMap(read).timestamp) },
-            values: { query, orders in query.appendInterpolation(orders.map { TimestampElement(read($0)) }) },
-            fromElement: "NULLIF(o.\(name), '-infinity')")
+            copy: { rows, order in rows.append(read(order)) })
     }
 }
 
 extension OrderRows {
     static let columns: [OrderRowColumn] = [
-        .plain("order_id", "text") { $0.orderId },
-        .plain("account_id", "text") { $0.accountId },
-        .plain("product_id", "text") { $0.productId },
-        .plain("quantity", "int8") { Int64($0.quantity) },
-        .plain("amount_value", "int8") { $0.amount.value },
-        .plain("currency", "text") { $0.amount.currency },
-        .plain("provider", "text") { $0.provider.rawValue },
-        .plain("environment", "text") { $0.environment.rawValue },
-        .optionalText("app_account_token", "uuid", { $0.appAccountToken }, text: \.uuidString),
-        .plain("state", "text") { $0.state.rawValue },
-        .plain("version", "int8") { Int64($0.version) },
-        .optionalText("transaction_id", "text", { $0.transactionId }, text: { $0 }),
+        .text("order_id") { $0.orderId },
+        .text("account_id") { $0.accountId },
+        .text("product_id") { $0.productId },
+        .integer("quantity") { Int64($0.quantity) },
+        .integer("amount_value") { $0.amount.value },
+        .text("currency") { $0.amount.currency },
+        .text("provider") { $0.provider.rawValue },
+        .text("environment") { $0.environment.rawValue },
+        OrderRowColumn(
+            name: "app_account_token", type: "uuid",
+            value: { query, order in query.appendInterpolation(order?.appAccountToken) },
+            copy: { rows, order in rows.append(order.appAccountToken?.uuidString) }),
+        .text("state") { $0.state.rawValue },
+        .integer("version") { Int64($0.version) },
+        .text("transaction_id") { $0.transactionId },
         OrderRowColumn(
             name: "flags", type: "text[]",
             value: { query, order in query.appendInterpolation(order?.flags.map(\.rawValue)) },
-            values: { query, orders in
-                query.appendInterpolation(orders.map { $0.flags.map(\.rawValue).joined(separator: ",") })
-                query.appendLiteral("::text[]")
-            },
-            fromElement: "COALESCE(string_to_array(NULLIF(o.flags, ''), ','), '{}')"),
-        .plain("verification_attempts", "int8") { Int64($0.verificationAttempts) },
-        .optionalText("last_error_code", "text", { $0.lastErrorCode }, text: { $0 }),
-        .optionalText("refunded_value", "int8", { $0.refundedAmount?.value }, text: { String($0) }),
-        .optionalText("refunded_currency", "text", { $0.refundedAmount?.currency }, text: { $0 }),
+            copy: { rows, order in rows.append(array: order.flags.map(\.rawValue)) }),
+        .integer("verification_attempts") { Int64($0.verificationAttempts) },
+        .text("last_error_code") { $0.lastErrorCode },
+        .integer("refunded_value") { $0.refundedAmount?.value },
+        .text("refunded_currency") { $0.refundedAmount?.currency },
         .time("created_at") { $0.createdAt },
         .time("updated_at") { $0.updatedAt },
         .time("granted_at") { $0.grantedAt },
@@ -112,15 +94,5 @@ extension PostgresQuery.StringInterpolation {
             column.value(&self, order)
             appendLiteral(column.cast)
         }
-    }
-
-    /// The `orders` rows of `orders` as one row per order: `FROM unnest(…) AS o(columns)`, selecting each column.
-    mutating func appendInterpolation(orderRows orders: [Order]) {
-        appendLiteral("SELECT " + OrderRows.columns.map(\.fromElement).joined(separator: ", ") + " FROM unnest(")
-        for (index, column) in OrderRows.columns.enumerated() {
-            if index > 0 { appendLiteral(", ") }
-            column.values(&self, orders)
-        }
-        appendLiteral(") AS o(\(OrderRows.orderColumns))")
     }
 }
