@@ -15,7 +15,9 @@ struct DataFields {
     let rules: Rules
 
     /// `owner` names what the object is in the unknown-field message ("order.created", "an amount").
-    init(_ value: JSONValue, path: String, owner: String, allowing allowed: Set<String>, rules: Rules) throws(EventValidationError) {
+    /// `allowed` is a list, not a set: it has a few names, and comparing a member's name with each costs less than
+    /// hashing it (every stored event is read through here).
+    init(_ value: JSONValue, path: String, owner: String, allowing allowed: [String], rules: Rules) throws(EventValidationError) {
         guard case .object(let members) = value else {
             throw .invalidField(field: path, message: "\(path) must be a JSON object")
         }
@@ -56,7 +58,7 @@ struct DataFields {
         guard let value = value(key) else { return nil }
         guard case .string(let text) = value else { throw refuse(key, "must be a string") }
         // PostgreSQL cannot store NUL in text or jsonb, and no legitimate id or message holds one.
-        guard !text.utf8.contains(0) else { throw refuse(key, "must not contain NUL characters") }
+        guard text.utf8.everyByte({ $0 != 0 }) else { throw refuse(key, "must not contain NUL characters") }
         return text
     }
 
@@ -127,17 +129,19 @@ struct DataFields {
 
     // MARK: Composites
 
+    private static let moneyFieldNames = ["value", "currency"]
+
     /// `{"value": minor units from 0 to `Money.maximumValue`, "currency": "USD"}`.
     func money(_ key: String) throws(EventValidationError) -> Money? {
         guard let value = value(key) else { return nil }
-        let money = try DataFields(value, path: name(key), owner: "an amount", allowing: ["value", "currency"], rules: rules)
+        let money = try DataFields(value, path: name(key), owner: "an amount", allowing: Self.moneyFieldNames, rules: rules)
         // Amounts were unbounded before `Money.maximumValue`: a stored one reads back whatever it is.
         let maximum = rules == .new ? Money.maximumValue : Int64.max
         let minorUnits = try money.required("value") { key throws(EventValidationError) in
             try money.integer(key, in: 0...maximum, rule: "must be a whole number of minor units from 0 to \(maximum)")
         }
         let currency = try money.required("currency", money.string)
-        guard currency.utf8.count == 3, currency.utf8.allSatisfy({ (65...90).contains($0) }) else {
+        guard currency.utf8.count == 3, currency.utf8.everyByte({ (65...90).contains($0) }) else {
             throw money.refuse("currency", "must be 3 upper-case letters (ISO 4217)")
         }
         return Money(value: minorUnits, currency: currency)
@@ -174,10 +178,11 @@ struct DataFields {
             return Array(SHA256.hash(data: Data(receipt.utf8))).hex
         }
         guard let given else { return nil }
-        let isHex = given.utf8.count == 64 && given.utf8.allSatisfy { byte in
+        let isHex = given.utf8.count == 64 && given.utf8.everyByte { byte in
             (48...57).contains(byte) || (97...102).contains(byte) || (65...70).contains(byte)
         }
         guard isHex else { throw refuse("receiptSha256", "must be 64 hexadecimal digits (a SHA-256)") }
-        return given.lowercased()
+        // Lower case is how the ledger writes a hash: most arrive so, and need no copy.
+        return given.utf8.everyByte({ !(65...70).contains($0) }) ? given : given.lowercased()
     }
 }

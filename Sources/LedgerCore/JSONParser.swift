@@ -24,6 +24,8 @@ struct JSONParser {
     /// stored, which must read back as it was written.
     private let streamSafe: Bool
     private var index = 0
+    /// The members of the objects being parsed, innermost last (see `object`).
+    private var pending: [(String, JSONValue)] = []
 
     static func parse(_ bytes: [UInt8], streamSafe: Bool = false) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, streamSafe: streamSafe)
@@ -36,6 +38,7 @@ struct JSONParser {
     private init(bytes: [UInt8], streamSafe: Bool) {
         self.bytes = bytes
         self.streamSafe = streamSafe
+        pending.reserveCapacity(16)  // an event's data and the objects in it, in one allocation
     }
 
     private func error(_ reason: String) -> JSONSyntaxError {
@@ -79,11 +82,12 @@ struct JSONParser {
 
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         index += 1  // {
-        // Members are gathered in a list and hashed into the dictionary once, at its final size: inserting as they
-        // came grew the dictionary several times per object, hashing every key again each time (a rebuild parses
-        // every stored event: hashing fell from 8 % to 4 % of its CPU).
-        var names: [String] = []
-        var values: [JSONValue] = []
+        // Members are gathered on `pending`, one list the whole parse shares (a nested object's members go on top of
+        // its parent's and are taken off when it ends), and hashed into the dictionary once, at its final size:
+        // inserting as they came grew the dictionary several times per object, hashing every key again each time, and
+        // a list of its own per object grew and was freed with it (a rebuild parses every stored event).
+        let first = pending.count
+        defer { pending.removeLast(pending.count - first) }
         var repeated = RepeatedNames()
         skipWhitespace()
         if current == UInt8(ascii: "}") {
@@ -95,21 +99,21 @@ struct JSONParser {
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let keyOffset = index
             let key = try string()
-            if let seen = repeated.earlier(key, among: names) {
+            if let seen = repeated.earlier(key, among: pending[first...]) {
                 // Swift compares strings by canonical equivalence: "é" composed and decomposed are one key here.
                 let why = Array(seen.utf8) == Array(key.utf8) ? "" : " (the two differ only in Unicode normalization)"
                 throw JSONSyntaxError(offset: keyOffset, reason: "duplicate member name \"\(key)\"\(why)")
             }
             try expect(UInt8(ascii: ":"), "':'")
-            names.append(key)
-            values.append(try value(depth: depth + 1))
+            let value = try value(depth: depth + 1)
+            pending.append((key, value))
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"):
                 index += 1
-                var members = [String: JSONValue](minimumCapacity: names.count)
-                for (name, value) in zip(names, values) { members[name] = value }
+                var members = [String: JSONValue](minimumCapacity: pending.count - first)
+                for (name, value) in pending[first...] { members[name] = value }
                 return .object(members)
             default: throw error("expected ',' or '}'")
             }
@@ -123,10 +127,10 @@ struct JSONParser {
         static let scanned = 16
         private var set: Set<String> = []
 
-        /// The earlier name equal to `name` (canonically), or nil. `names` are the object's names before `name`.
-        mutating func earlier(_ name: String, among names: [String]) -> String? {
-            if names.count < Self.scanned { return names.first(where: { $0 == name }) }
-            if set.isEmpty { set = Set(names) }
+        /// The earlier name equal to `name` (canonically), or nil. `members` are the object's members before `name`.
+        mutating func earlier(_ name: String, among members: ArraySlice<(String, JSONValue)>) -> String? {
+            if members.count < Self.scanned { return members.first(where: { $0.0 == name })?.0 }
+            if set.isEmpty { set = Set(members.map(\.0)) }
             let (inserted, earlier) = set.insert(name)
             return inserted ? nil : earlier
         }

@@ -4,7 +4,8 @@ extension OrderDecider {
     /// Applies an accepted event to the order. Pure and total: it never traps, even on a sequence `decide`
     /// would refuse — then the state is left as is, but `version` and `updatedAt` still advance, so the
     /// projection always matches the stream. nil only when there is no order and the event is not order.created.
-    public static func evolve(_ order: Order?, _ recorded: RecordedOrderEvent) -> Order? {
+    /// `order` is consumed: a fold that moves its order in (`current.take()`) has it changed in place, not copied.
+    public static func evolve(_ order: consuming Order?, _ recorded: RecordedOrderEvent) -> Order? {
         let at = recorded.recordedAt
         guard var order else {
             guard case .created(let created) = recorded.event else { return nil }
@@ -75,7 +76,7 @@ extension OrderDecider {
             order.reverseRefund()
 
         default:
-            break  // not a row of the table (a provider fact included): only version and updatedAt move: only version and updatedAt move
+            break  // not a row of the table (a provider fact included): only version and updatedAt move
         }
         return order
     }

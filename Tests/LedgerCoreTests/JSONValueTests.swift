@@ -82,6 +82,19 @@ struct JSONValueTests {
         }
     }
 
+    /// Nested objects gather their members on the same list as their parents': each keeps its own, and a name is
+    /// only a duplicate within its own object.
+    @Test func nestedObjectsKeepTheirOwnMembers() throws {
+        let nested = #"{"a": {"a": 1, "b": {"a": 2, "c": [ {"a": 3} ]}}, "b": 4, "c": {}}"#
+        #expect(try JSONValue(parsing: Array(nested.utf8)) == .object([
+            "a": .object(["a": .int(1), "b": .object(["a": .int(2), "c": .array([.object(["a": .int(3)])])])]),
+            "b": .int(4), "c": .object([:]),
+        ]))
+        #expect(throws: JSONSyntaxError(offset: 16, reason: "duplicate member name \"a\"")) {
+            try JSONValue(parsing: Array(#"{"a": {"b": 1}, "a": 2}"#.utf8))
+        }
+    }
+
     @Test func aNameGivenTwiceIsFoundInALargeObjectToo() throws {
         // Past the first 16 names the parser looks them up in a set instead of scanning: both ways must find it.
         let members = (0..<100).map { "\"k\($0)\": \($0)" }

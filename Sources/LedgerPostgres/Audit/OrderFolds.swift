@@ -138,23 +138,19 @@ struct OrderFolds: Sendable {
             let orderId = try columns[0].decode(String.self), version = try columns[1].decode(Int.self)
             let type = try columns[2].decode(String.self), data = try columns[3].decode(ByteBuffer.self)
             let recordedAt = try columns[4].decode(Date.self)
-            if let order = current, order.orderId != orderId {
-                finished.append(order)
-                current = nil
-            }
+            // The order is moved in and out of `current` (`take()`), not copied: a copy retained and released every
+            // field of it for every event.
+            if current?.orderId != orderId, let order = current.take() { finished.append(order) }
             do {
                 let event = try OrderEvent(storedType: type, data: JSONValue(parsing: data.readableBytesView))
                 current = OrderDecider.evolve(
-                    current, RecordedOrderEvent(orderId: orderId, version: version, event: event, recordedAt: recordedAt))
+                    current.take(), RecordedOrderEvent(orderId: orderId, version: version, event: event, recordedAt: recordedAt))
             } catch {
                 try unreadable(UnreadableEvent(orderId: orderId, version: version, type: type, error: error))
             }
             return (orderId, version)
         }
 
-        mutating func finish() -> Order? {
-            defer { current = nil }
-            return current
-        }
+        mutating func finish() -> Order? { current.take() }
     }
 }
