@@ -137,8 +137,8 @@ extension JSONValue {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// Decimal digits, as `String(value)` prints them, without making the string.
-    static func writeInteger(_ value: Int64, to bytes: inout [UInt8]) {
+    /// Decimal digits, as `String(value)` prints them, without making the string (JSON, and the rebuild's rows).
+    public static func writeInteger(_ value: Int64, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         var rest = value.magnitude
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in

@@ -6,12 +6,42 @@ public enum RFC3339 {
     /// `2026-11-22T13:05:09.123456Z`. Written digit by digit into one string: every event's times are formatted
     /// for its seal, and again for each answer that shows it.
     public static func format(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let (seconds, fraction) = floorDivide(micros, 1_000_000)
-        let (days, secondOfDay) = floorDivide(seconds, 86_400)
-        let (year, month, day) = civil(fromDays: days)
-        guard (0...9999).contains(year) else { return formatWideYear(year, month, day, secondOfDay, fraction) }
-        return String(unsafeUninitializedCapacity: 27) { text in
+        let parts = Parts(date)
+        guard parts.isNarrow else { return parts.wide }
+        return String(unsafeUninitializedCapacity: Parts.width) { text in
+            parts.write(to: text)
+            return Parts.width
+        }
+    }
+
+    /// Appends `format(date)`'s bytes to `bytes`, without making the string (the seal's bytes, the rebuild's rows).
+    public static func write(_ date: Date, to bytes: inout [UInt8]) {
+        let parts = Parts(date)
+        guard parts.isNarrow else { return bytes.append(contentsOf: parts.wide.utf8) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Parts.width) { text in
+            parts.write(to: text)
+            bytes.append(contentsOf: text)
+        }
+    }
+
+    /// A time's fields, to the microsecond.
+    private struct Parts {
+        static let width = 27
+        let year: Int64, month: Int64, day: Int64, secondOfDay: Int64, fraction: Int64
+
+        init(_ date: Date) {
+            let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+            let (seconds, fraction) = RFC3339.floorDivide(micros, 1_000_000)
+            let (days, secondOfDay) = RFC3339.floorDivide(seconds, 86_400)
+            (year, month, day) = RFC3339.civil(fromDays: days)
+            self.secondOfDay = secondOfDay
+            self.fraction = fraction
+        }
+
+        /// A four-digit year: `width` bytes.
+        var isNarrow: Bool { (0...9999).contains(year) }
+
+        func write(to text: UnsafeMutableBufferPointer<UInt8>) {
             func put(_ value: Int64, width: Int, at start: Int) {
                 var rest = value
                 for index in (start..<start + width).reversed() {
@@ -33,19 +63,19 @@ public enum RFC3339 {
             text[19] = UInt8(ascii: ".")
             put(fraction, width: 6, at: 20)
             text[26] = UInt8(ascii: "Z")
-            return 27
         }
-    }
 
-    /// A year outside 0000–9999 (only a date that never came from RFC 3339 text has one), as `format` always wrote it.
-    private static func formatWideYear(_ year: Int64, _ month: Int64, _ day: Int64, _ secondOfDay: Int64, _ fraction: Int64) -> String {
-        let digits = { (value: Int64, width: Int) -> String in
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        /// A year outside 0000–9999 (only a date that never came from RFC 3339 text has one), as `format` always
+        /// wrote it.
+        var wide: String {
+            let digits = { (value: Int64, width: Int) -> String in
+                let text = String(value)
+                return String(repeating: "0", count: max(0, width - text.count)) + text
+            }
+            return "\(digits(year, 4))-\(digits(month, 2))-\(digits(day, 2))T"
+                + "\(digits(secondOfDay / 3600, 2)):\(digits(secondOfDay % 3600 / 60, 2)):\(digits(secondOfDay % 60, 2))"
+                + ".\(digits(fraction, 6))Z"
         }
-        return "\(digits(year, 4))-\(digits(month, 2))-\(digits(day, 2))T"
-            + "\(digits(secondOfDay / 3600, 2)):\(digits(secondOfDay % 3600 / 60, 2)):\(digits(secondOfDay % 60, 2))"
-            + ".\(digits(fraction, 6))Z"
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil when the text is not such a time.

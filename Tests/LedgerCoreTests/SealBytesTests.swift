@@ -15,6 +15,13 @@ struct SealBytesTests {
         #expect(RFC3339.format(Date(timeIntervalSince1970: 253_402_300_799.5)) == "9999-12-31T23:59:59.500000Z")
         // Outside four-digit years (never from RFC 3339 text), as before.
         #expect(RFC3339.format(Date(timeIntervalSince1970: 253_402_300_800)) == "10000-01-01T00:00:00.000000Z")
+        // `write` appends the same bytes, after whatever is already there.
+        for seconds in [0, 1_795_007_109.123456, -0.000001, -62_167_219_200, 253_402_300_800] {
+            let date = Date(timeIntervalSince1970: seconds)
+            var bytes = Array("x".utf8)
+            RFC3339.write(date, to: &bytes)
+            #expect(bytes == Array(("x" + RFC3339.format(date)).utf8))
+        }
     }
 
     /// Over the years the ledger records in (1970–2100): further out, a `Date` (a `Double` of seconds) no longer

@@ -30,17 +30,24 @@ public enum EventSeal {
         bytes.append(contentsOf: #","metadata":"#.utf8)
         metadata.write(to: &bytes)
         bytes.append(contentsOf: #","occurredAt":"#.utf8)
-        if let occurredAt { JSONValue.writeString(RFC3339.format(occurredAt), to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        if let occurredAt { writeTime(occurredAt, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
         bytes.append(contentsOf: #","orderId":"#.utf8)
         JSONValue.writeString(orderId, to: &bytes)
         bytes.append(contentsOf: #","recordedAt":"#.utf8)
-        JSONValue.writeString(RFC3339.format(recordedAt), to: &bytes)
+        writeTime(recordedAt, to: &bytes)
         bytes.append(contentsOf: #","type":"#.utf8)
         JSONValue.writeString(type, to: &bytes)
         bytes.append(contentsOf: #","version":"#.utf8)
         JSONValue.writeInteger(Int64(version), to: &bytes)
         bytes.append(UInt8(ascii: "}"))
         return bytes
+    }
+
+    /// A time as a JSON string: RFC 3339 text has nothing to escape.
+    private static func writeTime(_ time: Date, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        RFC3339.write(time, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     /// The canonical bytes as a JSON value, to compare with what stored bytes parse to.

@@ -7,25 +7,26 @@ import NIOCore
 /// value escaped with a backslash, so that no value can end its field or its row early.
 ///
 /// The rebuild fills its tables this way: COPY is PostgreSQL's cheapest way in (no statement per batch, no arrays
-/// to unpack), and the rows are written straight into one buffer. PostgresNIO's COPY speaks only the text format.
+/// to unpack). PostgresNIO's COPY speaks only the text format. The rows gather in a byte array (appending to one costs
+/// less than writing to a `ByteBuffer` piece by piece) that `take()` hands over as one buffer.
 struct CopyTextRows {
-    private(set) var buffer: ByteBuffer
-    private var startsRow = true
-
     /// How many bytes of rows to gather before sending them: one message to PostgreSQL per 64 KiB or so.
     static let sendSize = 64 * 1024
 
+    private(set) var bytes: [UInt8] = []
+    private var startsRow = true
+
     init() {
-        buffer = ByteBufferAllocator().buffer(capacity: Self.sendSize + 1024)
+        bytes.reserveCapacity(Self.sendSize + 1024)
     }
 
     /// A text value, escaped; nil is NULL.
     mutating func append(_ text: String?) {
         separate()
         guard var text else { return writeNull() }
-        text.withUTF8 { bytes in
+        text.withUTF8 { text in
             var start = 0
-            for (index, byte) in bytes.enumerated() {
+            for (index, byte) in text.enumerated() {
                 let escape: UInt8
                 switch byte {
                 case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
@@ -34,12 +35,12 @@ struct CopyTextRows {
                 case UInt8(ascii: "\t"): escape = UInt8(ascii: "t")
                 default: continue
                 }
-                buffer.writeBytes(bytes[start..<index])
-                buffer.writeInteger(UInt8(ascii: "\\"))
-                buffer.writeInteger(escape)
+                bytes.append(contentsOf: text[start..<index])
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(escape)
                 start = index + 1
             }
-            buffer.writeBytes(bytes[start...])
+            bytes.append(contentsOf: text[start...])
         }
     }
 
@@ -47,14 +48,14 @@ struct CopyTextRows {
     mutating func append(_ value: Int64?) {
         separate()
         guard let value else { return writeNull() }
-        buffer.writeString(String(value))  // at most 20 bytes: a string held inline, no allocation
+        JSONValue.writeInteger(value, to: &bytes)
     }
 
     /// A time as RFC 3339 text to the microsecond (how the ledger rounds every time it writes); nil is NULL.
     mutating func append(_ date: Date?) {
         separate()
         guard let date else { return writeNull() }
-        buffer.writeString(RFC3339.format(date))
+        RFC3339.write(date, to: &bytes)
     }
 
     /// A `text[]` value: an array literal with every element quoted, `"` and `\` inside an element escaped.
@@ -67,22 +68,23 @@ struct CopyTextRows {
 
     /// Ends the row: the next value starts the next one.
     mutating func endRow() {
-        buffer.writeInteger(UInt8(ascii: "\n"))
+        bytes.append(UInt8(ascii: "\n"))
         startsRow = true
     }
 
-    /// Hands over the rows written so far and starts an empty buffer (between rows only).
+    /// Hands over the rows written so far, as one buffer, and starts again (between rows only).
     mutating func take() -> ByteBuffer {
-        defer { self = CopyTextRows() }
-        return buffer
+        defer { bytes.removeAll(keepingCapacity: true) }
+        return ByteBuffer(bytes: bytes)
     }
 
     private mutating func separate() {
-        if !startsRow { buffer.writeInteger(UInt8(ascii: "\t")) }
+        if !startsRow { bytes.append(UInt8(ascii: "\t")) }
         startsRow = false
     }
 
     private mutating func writeNull() {
-        buffer.writeStaticString("\\N")
+        bytes.append(UInt8(ascii: "\\"))
+        bytes.append(UInt8(ascii: "N"))
     }
 }

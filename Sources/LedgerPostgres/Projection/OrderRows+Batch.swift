@@ -38,9 +38,9 @@ extension OrderRows {
             for order in orders {
                 row(&rows, order)
                 rows.endRow()
-                if rows.buffer.readableBytes >= CopyTextRows.sendSize { try await writer.write(rows.take()) }
+                if rows.bytes.count >= CopyTextRows.sendSize { try await writer.write(rows.take()) }
             }
-            if rows.buffer.readableBytes > 0 { try await writer.write(rows.take()) }
+            if !rows.bytes.isEmpty { try await writer.write(rows.take()) }
         }
     }
 }
