@@ -88,7 +88,7 @@ extension JSONValue {
     }
 
     fileprivate static func uuid(_ uuid: UUID) -> JSONValue {
-        .string(uuid.uuidString.lowercased())
+        .string(uuid.lowercasedText)
     }
 
     fileprivate static func time(_ date: Date) -> JSONValue {

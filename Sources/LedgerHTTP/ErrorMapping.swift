@@ -44,7 +44,7 @@ extension APIError {
             self.init(.unprocessableContent, "unknown_event_type", "\(type) is not an event type of this ledger",
                       details: ["field": .string(field), "type": .string(type), "known": .array(EventType.allCases.map { .string($0.rawValue) })])
         case .duplicateEventId(let id):
-            self = .invalidRequest(field: "events", "event id \(id.uuidString.lowercased()) appears twice in the batch")
+            self = .invalidRequest(field: "events", "event id \(id.lowercasedText) appears twice in the batch")
         }
     }
 
@@ -55,8 +55,8 @@ extension APIError {
                       details: ["orderId": .string(orderId), "expected": expected.json, "actual": .int(Int64(actual))])
         case .idempotencyConflict(let eventId, let storedOrderId):
             self.init(.conflict, "idempotency_conflict",
-                      "event id \(eventId.uuidString.lowercased()) was already used for a different event",
-                      details: ["eventId": .string(eventId.uuidString.lowercased()), "orderId": .string(storedOrderId)])
+                      "event id \(eventId.lowercasedText) was already used for a different event",
+                      details: ["eventId": .string(eventId.lowercasedText), "orderId": .string(storedOrderId)])
         case .unknownPosition(let position):
             self = .invalidRequest(field: "after", "after=\(position) is not the position of a stored event")
         case .emptyAppend:

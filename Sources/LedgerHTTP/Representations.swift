@@ -46,7 +46,7 @@ extension Recorded {
             "version": .int(Int64(append.version)),
             "events": .array(append.events.map { event in
                 .object([
-                    "eventId": .string(event.eventId.uuidString.lowercased()),
+                    "eventId": .string(event.eventId.lowercasedText),
                     "version": .int(Int64(event.version)),
                     "position": .int(event.position),
                 ])
@@ -66,7 +66,7 @@ extension HistoryEntry {
         .object([
             "position": .int(event.position),
             "version": .int(Int64(event.version)),
-            "eventId": .string(event.eventId.uuidString.lowercased()),
+            "eventId": .string(event.eventId.lowercasedText),
             "type": .string(event.type),
             "occurredAt": .time(event.occurredAt),
             "recordedAt": .time(event.recordedAt),
@@ -127,7 +127,7 @@ extension StoredEvent {
             "position": .int(position),
             "orderId": .string(orderId),
             "version": .int(Int64(version)),
-            "eventId": .string(eventId.uuidString.lowercased()),
+            "eventId": .string(eventId.lowercasedText),
             "type": .string(type),
             "occurredAt": .time(occurredAt),
             "recordedAt": .time(recordedAt),

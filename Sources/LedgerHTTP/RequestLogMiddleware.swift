@@ -36,7 +36,7 @@ extension RequestLogMiddleware {
             bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
             bytes[8] = bytes[8] & 0x3F | 0x80  // the RFC 4122 variant
         }
-        return UUID(uuid: uuid).uuidString.lowercased()
+        return UUID(uuid: uuid).lowercasedText
     }
 }
 

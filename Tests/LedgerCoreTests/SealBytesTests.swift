@@ -3,7 +3,7 @@ import LedgerCore
 import Testing
 
 /// The bytes an event is sealed with, and the hex hashes are printed in, are written directly
-/// (`EventSeal.canonicalBytes`, `RFC3339.format`, integers without `String`, `hex`), so they are held here to the definitions they must equal byte for byte: the canonical
+/// (`EventSeal.canonicalBytes`, `RFC3339.format`, integers without `String`, `hex`, UUIDs), so they are held here to the definitions they must equal byte for byte: the canonical
 /// JSON of the event's object, and times as RFC 3339 text that parses back to the same instant.
 @Suite("Seal bytes: written directly, equal to their definitions")
 struct SealBytesTests {
@@ -49,6 +49,15 @@ struct SealBytesTests {
         let bytes = (0...255).map(UInt8.init)
         #expect(bytes.hex == bytes.map { String(format: "%02x", $0) }.joined())
         #expect([UInt8](hex: bytes.hex) == bytes)
+    }
+
+    @Test func uuidsAreWrittenAsFoundationsTextInLowerCase() {
+        #expect(UUID(uuid: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255)).lowercasedText
+            == "00010203-0405-0607-0809-0a0b0c0d0eff")
+        for _ in 0..<1_000 {
+            let uuid = UUID()
+            #expect(uuid.lowercasedText == uuid.uuidString.lowercased())
+        }
     }
 
     @Test func anEventsSealBytesAreTheCanonicalJSONOfItsObject() throws {

@@ -26,7 +26,7 @@ public enum EventSeal {
         bytes.append(contentsOf: #"{"data":"#.utf8)
         data.write(to: &bytes)
         bytes.append(contentsOf: #","eventId":"#.utf8)
-        JSONValue.writeString(eventId.uuidString.lowercased(), to: &bytes)
+        JSONValue.writeString(eventId.lowercasedText, to: &bytes)
         bytes.append(contentsOf: #","metadata":"#.utf8)
         metadata.write(to: &bytes)
         bytes.append(contentsOf: #","occurredAt":"#.utf8)
@@ -56,7 +56,7 @@ public enum EventSeal {
         occurredAt: Date?, recordedAt: Date
     ) -> JSONValue {
         .object([
-            "orderId": .string(orderId), "version": .int(Int64(version)), "eventId": .string(eventId.uuidString.lowercased()),
+            "orderId": .string(orderId), "version": .int(Int64(version)), "eventId": .string(eventId.lowercasedText),
             "type": .string(type), "data": data, "metadata": metadata,
             "occurredAt": occurredAt.map { .string(RFC3339.format($0)) } ?? .null,
             "recordedAt": .string(RFC3339.format(recordedAt)),
@@ -104,4 +104,4 @@ extension Array where Element == UInt8 {
     }
 }
 
-private let lowerCaseHexDigits = Array("0123456789abcdef".utf8)
+let lowerCaseHexDigits = Array("0123456789abcdef".utf8)

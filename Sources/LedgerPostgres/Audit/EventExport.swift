@@ -88,7 +88,7 @@ public struct EventExport: Sendable {
         case .jsonl:
             return JSONValue.object([
                 "position": .int(event.position), "orderId": .string(event.orderId), "version": .int(Int64(event.version)),
-                "eventId": .string(event.eventId.uuidString.lowercased()), "type": .string(event.type),
+                "eventId": .string(event.eventId.lowercasedText), "type": .string(event.type),
                 "occurredAt": event.occurredAt.map { .string(RFC3339.format($0)) } ?? .null,
                 "recordedAt": .string(RFC3339.format(event.recordedAt)), "data": event.data, "metadata": event.metadata,
                 "previousHash": audited.previousHash.map { .string($0.hex) } ?? .null,
@@ -98,7 +98,7 @@ public struct EventExport: Sendable {
         case .csv:
             let actor = if case .string(let actor)? = event.metadata["actor"] { actor } else { "" }
             return CSVWriter.record([
-                String(event.position), event.orderId, String(event.version), event.eventId.uuidString.lowercased(),
+                String(event.position), event.orderId, String(event.version), event.eventId.lowercasedText,
                 event.type, event.occurredAt.map(RFC3339.format) ?? "", RFC3339.format(event.recordedAt), actor,
                 event.data.canonicalJSON, event.metadata.canonicalJSON, audited.previousHash?.hex ?? "",
                 audited.hash?.hex ?? "", canonical ?? "",

@@ -66,7 +66,7 @@ extension OrderRows {
         OrderRowColumn(
             name: "app_account_token", type: "uuid",
             value: { query, order in query.appendInterpolation(order?.appAccountToken) },
-            copy: { rows, order in rows.append(order.appAccountToken?.uuidString) }),
+            copy: { rows, order in rows.append(order.appAccountToken?.lowercasedText) }),
         .text("state") { $0.state.rawValue },
         .integer("version") { Int64($0.version) },
         .text("transaction_id") { $0.transactionId },
