@@ -9,3 +9,6 @@ extension UInt8 {
         }
     }
 }
+
+/// The digits the ledger writes hex with (hashes, UUIDs), by value.
+let lowerCaseHexDigits = Array("0123456789abcdef".utf8)

@@ -103,5 +103,3 @@ extension Array where Element == UInt8 {
         self = bytes
     }
 }
-
-let lowerCaseHexDigits = Array("0123456789abcdef".utf8)
