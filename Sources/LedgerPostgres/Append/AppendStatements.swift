@@ -22,8 +22,12 @@ struct AppendSnapshot: Sendable {
     let order: Order?
     /// Who holds each transactionId the new events name.
     let bindings: [String: TransactionBinding]
-    /// The token epoch (schema/009), which confirms a request's cached token before anything is written.
-    let tokenEpoch: Int64
+    /// The token epoch (schema/009), which confirms a request's cached token before anything is written: the one
+    /// read, or, from memory, the one the request's cached token was read under (nil: no token to confirm).
+    let tokenEpoch: Int64?
+    /// Decided from what this node remembers (`RecentStreams`), not read: the write checks the token epoch and the
+    /// recorded time itself.
+    let fromMemory: Bool
 
     /// Where the domain's decision of the batch starts (`OrderBatch`).
     var start: OrderBatch.Start {
@@ -33,7 +37,7 @@ struct AppendSnapshot: Sendable {
     /// Any snapshot: the write statement's text does not depend on the values (see `StatementShape`).
     static let sample = AppendSnapshot(
         orderId: "", version: 0, streamExists: false, lastHash: nil, recordedAt: Date(timeIntervalSince1970: 0),
-        stored: [], order: nil, bindings: [:], tokenEpoch: 0)
+        stored: [], order: nil, bindings: [:], tokenEpoch: nil, fromMemory: false)
 }
 
 struct StoredEventId {
@@ -110,22 +114,33 @@ struct AppendStatements {
                 lastHash: try columns[2].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 recordedAt: try columns[0].decode(Date.self), stored: stored,
                 order: try OrderRows.decodeOrder(columns, from: 12), bindings: bindings,
-                tokenEpoch: try columns[11].decode(Int64.self))
+                tokenEpoch: try columns[11].decode(Int64.self), fromMemory: false)
         }
         throw AppendReadReturnedNothing(orderId: orderId)
     }
 
+    /// The write of `events` sealed as `sealed`. A snapshot from memory is admitted only while the token epoch is
+    /// still the one the request's cached token was read under, and its recorded time is neither after the
+    /// database's clock nor more than `RecentStreams.clockToleranceSeconds` before it (what a read would have given).
     static func writeQuery(
-        _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, queued: Bool
+        _ events: [NewEvent], sealed: SealedEvents, after snapshot: AppendSnapshot, projecting order: Order?,
+        queued: Bool
     ) -> PostgresQuery {
-        let sealed = SealedEvents(events, after: snapshot)
         let newVersion = snapshot.version + events.count
         let projected = order != nil
         let transactionId = order?.transactionId
+        let recordedAt = Timestamp(snapshot.recordedAt)
         return """
-        WITH head AS (
+        WITH admitted AS (
+            SELECT NOT \(snapshot.fromMemory)
+                   OR (coalesce(\(snapshot.tokenEpoch)::bigint = (SELECT epoch FROM api_token_epoch), true)
+                       AND \(recordedAt) <= clock_timestamp()
+                       AND \(recordedAt) > clock_timestamp() - interval '\(unescaped: String(RecentStreams.clockToleranceSeconds)) seconds')
+                   AS ok
+        ), head AS (
             SELECT 1 FROM streams
             WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
+                  AND (SELECT ok FROM admitted)
             FOR UPDATE \(unescaped: queued ? "" : "NOWAIT")
         ), moved AS (
             UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)::bytea
@@ -133,7 +148,8 @@ struct AppendStatements {
             RETURNING 1
         ), created AS (
             INSERT INTO streams (order_id, version, last_hash)
-            SELECT \(snapshot.orderId), \(newVersion), \(sealed.lastHash)::bytea WHERE NOT \(snapshot.streamExists)
+            SELECT \(snapshot.orderId), \(newVersion), \(sealed.lastHash)::bytea
+            WHERE NOT \(snapshot.streamExists) AND (SELECT ok FROM admitted)
             ON CONFLICT (order_id) DO NOTHING
             RETURNING 1
         ), won AS (
@@ -141,7 +157,7 @@ struct AppendStatements {
         ), appended AS (
             INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
             SELECT \(snapshot.orderId), \(snapshot.version) + n.ordinal, n.event_id, n.type, n.data::jsonb,
-                   n.metadata::jsonb, NULLIF(n.occurred_at, '')::timestamptz, \(Timestamp(snapshot.recordedAt)),
+                   n.metadata::jsonb, NULLIF(n.occurred_at, '')::timestamptz, \(recordedAt),
                    n.canonical, n.hash
             FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
                         \(events.map(\.data.canonicalJSON))::text[], \(events.map(\.metadata.canonicalJSON))::text[],
@@ -176,16 +192,17 @@ struct AppendStatements {
 
     enum WriteShape: StatementShape {
         static let name = "ledger.append-write"
-        static let sql = writeQuery([], after: .sample, projecting: nil, queued: false).sql
+        static let sql = writeQuery([], sealed: SealedEvents(), after: .sample, projecting: nil, queued: false).sql
     }
 
     enum QueuedWriteShape: StatementShape {
         static let name = "ledger.append-write-queued"
-        static let sql = writeQuery([], after: .sample, projecting: nil, queued: true).sql
+        static let sql = writeQuery([], sealed: SealedEvents(), after: .sample, projecting: nil, queued: true).sql
     }
 
-    /// Writes the events after `snapshot.version`, chained onto its last hash, with the order's new projection rows.
-    /// Returns nil when another writer moved the stream since the read (nothing was written). A transaction another
+    /// Writes the events after `snapshot.version`, chained onto its last hash, with the order's new projection rows;
+    /// returns where they landed and the stream's new last hash. Returns nil when another writer moved the stream
+    /// since the read, or a snapshot from memory is not admitted (nothing was written). A transaction another
     /// order claimed since the read aborts the statement (schema/008): the caller reads again either way.
     ///
     /// Unqueued, the stream row is locked NOWAIT: a row another writer holds (one queued in its transaction) fails
@@ -195,8 +212,9 @@ struct AppendStatements {
     func write(
         _ events: [NewEvent], after snapshot: AppendSnapshot, projecting order: Order?, queued: Bool,
         on connection: PostgresConnection
-    ) async throws -> [AppendedEvent]? {
-        let query = Self.writeQuery(events, after: snapshot, projecting: order, queued: queued)
+    ) async throws -> (events: [AppendedEvent], lastHash: [UInt8])? {
+        let sealed = SealedEvents(events, after: snapshot)
+        let query = Self.writeQuery(events, sealed: sealed, after: snapshot, projecting: order, queued: queued)
         let rows = try await (queued
             ? connection.query(query, preparedAs: QueuedWriteShape.self, logger: logger)
             : connection.query(query, preparedAs: WriteShape.self, logger: logger))
@@ -205,7 +223,8 @@ struct AppendStatements {
             let (eventId, version, position, _) = try row.decode((UUID, Int, Int64, Bool).self)
             appended.append(AppendedEvent(eventId: eventId, version: version, position: position))
         }
-        return appended.isEmpty ? nil : appended
+        guard !appended.isEmpty, let lastHash = sealed.lastHash else { return nil }
+        return (appended, Array(lastHash.readableBytesView))
     }
 
     /// Takes the order's append lock for the rest of the transaction: after losing a race, appends to one order
@@ -221,11 +240,14 @@ struct AppendStatements {
 }
 
 /// The events' canonical bytes and hashes, each chained onto the one before, the first onto the stream's last hash.
-private struct SealedEvents {
+struct SealedEvents {
     var canonicals: [ByteBuffer] = []
     var hashes: [ByteBuffer] = []
-    var occurredAt: [String]
+    var occurredAt: [String] = []
     var lastHash: ByteBuffer? { hashes.last }
+
+    /// No events: for the statement's text (`WriteShape`).
+    init() {}
 
     init(_ events: [NewEvent], after snapshot: AppendSnapshot) {
         occurredAt = events.map { $0.occurredAt.map(RFC3339.format) ?? "" }

@@ -4,9 +4,9 @@ import Logging
 import PostgresNIO
 
 /// The store's part of the append path (steps 3 to 8, Ledger+Record.swift): two statements on one connection, no
-/// transaction. A lost race (the version moved, an event id or a transaction taken meanwhile) reads and decides
-/// again, now queued behind the order's advisory lock inside a transaction, so many writers on one order take turns
-/// instead of racing.
+/// transaction — or only the write, when this node remembers the stream (`RecentStreams`). A lost race (the version
+/// moved, an event id or a transaction taken meanwhile) reads and decides again, now queued behind the order's
+/// advisory lock inside a transaction, so many writers on one order take turns instead of racing.
 extension EventStore {
     /// Decides, from what the append read, the order the events leave (written with them); nil writes no projection.
     public typealias Projection = @Sendable (AppendSnapshot) throws -> Order?
@@ -22,28 +22,61 @@ extension EventStore {
     ) async throws -> (result: AppendResult, projected: Order?) {
         guard !events.isEmpty else { throw EventStoreError.emptyAppend }
         let statements = AppendStatements(logger: logger)
+        let memory = recentStreams
+        // Writes what was decided from `snapshot` and remembers the stream it leaves; nil: another writer moved it.
+        let write = { @Sendable (snapshot: AppendSnapshot, order: Order?, connection: PostgresConnection, queued: Bool)
+            async throws -> (AppendResult, Order?)? in
+            // Past its deadline the connection is being closed, and a statement sent on a closing connection may
+            // never answer (PostgresNIO 1.33), keeping its pool slot: the write is not sent.
+            try Task.checkCancellation()
+            guard let written = try await statements.write(
+                events, after: snapshot, projecting: order, queued: queued, on: connection)
+            else { return nil }
+            memory.remember(orderId, order.map { order in
+                RecentStreams.Stream(
+                    version: snapshot.version + events.count, lastHash: written.lastHash,
+                    recordedAt: snapshot.recordedAt, order: order)
+            })
+            return (AppendResult(orderId: orderId, events: written.events, isReplay: false), order)
+        }
         let attempt = { @Sendable (connection: PostgresConnection, queued: Bool) async throws -> (AppendResult, Order?)? in
             let snapshot = try await statements.read(orderId, events: events, transactionIds: transactionIds, on: connection)
-            try await TokenConfirmation.confirm(epoch: snapshot.tokenEpoch)
+            memory.observe(databaseClock: snapshot.recordedAt)
+            if let epoch = snapshot.tokenEpoch { try await TokenConfirmation.confirm(epoch: epoch) }
             if let replay = try Self.replay(of: events, in: snapshot) { return (replay, nil) }
             guard expectedVersion.admits(snapshot.version) else {
                 throw EventStoreError.versionConflict(orderId: orderId, expected: expectedVersion, actual: snapshot.version)
             }
-            let order = try projection(snapshot)
-            // Past its deadline the connection is being closed, and a statement sent on a closing connection may
-            // never answer (PostgresNIO 1.33), keeping its pool slot: the write is not sent.
-            try Task.checkCancellation()
-            guard let appended = try await statements.write(
-                events, after: snapshot, projecting: order, queued: queued, on: connection)
+            return try await write(snapshot, try projection(snapshot), connection, queued)
+        }
+        // The first try, without a read when this node remembers the stream (`RecentStreams`). Nil — nothing
+        // remembered, a refusal or a conflict that only a read may answer, a write its guards stopped — and the
+        // append reads.
+        let fromMemory = { @Sendable (connection: PostgresConnection) async throws -> (AppendResult, Order?)? in
+            guard let snapshot = memory.snapshot(of: orderId, events: events, tokenEpoch: TokenConfirmation.pendingEpoch),
+                  expectedVersion.admits(snapshot.version), let order = try? projection(snapshot)
             else { return nil }
-            return (AppendResult(orderId: orderId, events: appended, isReplay: false), order)
+            do {
+                guard let outcome = try await write(snapshot, order, connection, false) else {
+                    memory.missed(orderId)
+                    return nil
+                }
+                if let epoch = snapshot.tokenEpoch { try await TokenConfirmation.confirm(epoch: epoch) }
+                return outcome
+            } catch where Self.isLostRace(error, queued: false) {
+                memory.missed(orderId)
+                return nil
+            }
         }
         var losses = 0
         while true {
             do {
                 let queued = losses > 0
-                let outcome = try await client.withConnection(within: Deadline.remaining) { connection in
-                    guard queued else { return try await attempt(connection, false) }
+                let outcome = try await client.withConnection(within: Deadline.remaining) { connection -> (AppendResult, Order?)? in
+                    guard queued else {
+                        if let outcome = try await fromMemory(connection) { return outcome }
+                        return try await attempt(connection, false)
+                    }
                     return try await connection.withTransaction(logger: logger) { connection in
                         try await statements.queue(for: orderId, on: connection)
                         // Holding the queue, only a writer that read before it can still move the stream: a few turns.

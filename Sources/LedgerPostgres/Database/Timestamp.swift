@@ -16,7 +16,7 @@ struct Timestamp: PostgresEncodable, PostgresNonThrowingEncodable {
     static var psqlFormat: PostgresFormat { .binary }
 
     /// PostgreSQL counts microseconds from 2000-01-01 UTC.
-    private static let epoch2000 = Date(timeIntervalSince1970: 946_684_800)
+    static let epoch2000 = Date(timeIntervalSince1970: 946_684_800)
 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
         buffer.writeInteger(Self.microseconds(date))

@@ -12,16 +12,22 @@ public struct Ledger: Sendable {
     /// Whether its reads' token epoch confirms a cached token (`EventStore.confirmsTokens`; not on a replica).
     let confirmsTokens: Bool
     let rows: OrderRows
+    /// The streams this node wrote last (`RecentStreams`), shared by every request.
+    let recentStreams: RecentStreams
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
-        self.init(pools: EventLoopPools(client), logger: logger)
+    init(client: PostgresClient, logger: Logger = Logger(label: "ledger"), recentStreams: RecentStreams = RecentStreams()) {
+        self.init(pools: EventLoopPools(client), logger: logger, recentStreams: recentStreams)
     }
 
-    init(pools: EventLoopPools, logger: Logger = Logger(label: "ledger"), confirmsTokens: Bool = true) {
+    init(
+        pools: EventLoopPools, logger: Logger = Logger(label: "ledger"), confirmsTokens: Bool = true,
+        recentStreams: RecentStreams = RecentStreams()
+    ) {
         self.pools = pools
         self.logger = logger
         self.confirmsTokens = confirmsTokens
         self.rows = OrderRows(logger: logger)
+        self.recentStreams = recentStreams
     }
 
     /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
@@ -31,7 +37,9 @@ public struct Ledger: Sendable {
     }
 
     /// The store on the pool of the caller's event loop (`EventLoopPools`).
-    var store: EventStore { EventStore(client: pools.current, logger: logger, confirmsTokens: confirmsTokens) }
+    var store: EventStore {
+        EventStore(client: pools.current, logger: logger, confirmsTokens: confirmsTokens, recentStreams: recentStreams)
+    }
 
     var client: PostgresClient { pools.current }
 }

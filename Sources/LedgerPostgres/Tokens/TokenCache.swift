@@ -93,6 +93,13 @@ public final class TokenConfirmation: Sendable {
         try confirmation.settle(epoch == confirmation.epoch ? true : try await confirmation.recheck(epoch))
     }
 
+    /// The epoch the request's cached token was read under, while it waits for confirmation; nil when there is
+    /// nothing to confirm. A write decided without a read checks it itself (`AppendStatements.writeQuery`).
+    static var pendingEpoch: Int64? {
+        guard let confirmation = current, !confirmation.confirmed.withLock({ $0 }) else { return nil }
+        return confirmation.epoch
+    }
+
     /// For the end of a request: a lookup if none of its statements read the epoch.
     public func confirmIfPending() async throws {
         guard !confirmed.withLock({ $0 }) else { return }

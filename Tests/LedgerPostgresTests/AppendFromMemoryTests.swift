@@ -1,0 +1,115 @@
+import Foundation
+import LedgerCore
+@testable import LedgerPostgres
+import LedgerTestSupport
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// A node appends without reading when it remembers the stream (its own last write) or the batch creates its order
+/// (`RecentStreams`): one statement instead of two. What it remembers is never trusted — the write's guards stop a
+/// stale or wrong decision, and the append reads instead — so these tests move a node's clock and write from two
+/// nodes, and check what lands.
+@Suite("Store: appends decided from memory")
+struct AppendFromMemoryTests {
+    let actor = EventMetadata(actor: "test-suite")
+
+    /// The node's clock: the real one, moved by `shift` seconds.
+    final class MovableClock: Sendable {
+        let shift = Mutex<TimeInterval>(0)
+        func now() -> Date { Date().addingTimeInterval(shift.withLock { $0 }) }
+    }
+
+    /// How long before the database's clock, now, the order's event at `version` was recorded (seconds).
+    private func age(_ orderId: String, version: Int, _ client: PostgresClient) async throws -> Double {
+        let rows = try await client.query(
+            "SELECT extract(epoch FROM clock_timestamp() - recorded_at)::float8 FROM events WHERE order_id = \(orderId) AND version = \(version)")
+        for try await age in rows.decode(Double.self) { return age }
+        throw CorruptRow(column: "recorded_at", value: orderId)
+    }
+
+    /// A few more readings of the database's clock, as reads would give: the estimate keeps the closest, so a
+    /// loaded machine's slow answer does not leave it far behind.
+    private func readTheClock(_ memory: RecentStreams, _ client: PostgresClient) async throws {
+        for _ in 0..<5 {
+            for try await now in try await client.query("SELECT clock_timestamp()").decode(Date.self) {
+                memory.observe(databaseClock: now)
+            }
+        }
+    }
+
+    @Test func aNewOrderIsWrittenWithoutAReadAtTheDatabasesClockAsEstimated() async throws {
+        try await TestDatabase.withClient { client in
+            let clock = MovableClock()
+            let memory = RecentStreams(now: clock.now)
+            let ledger = Ledger(client: client, recentStreams: memory)
+            // The first append reads: the node has never seen the database's clock.
+            _ = try await ledger.record(orderId: "first", events: [Lifecycle().created], metadata: actor)
+            try await readTheClock(memory, client)
+            // The node's clock now runs half a second slow. A read would record the database's clock; the estimate,
+            // moved on by the slow clock, is half a second behind it — within the tolerance, so it is written.
+            clock.shift.withLock { $0 = -0.5 }
+            _ = try await ledger.record(orderId: "second", events: [Lifecycle().created], metadata: actor)
+            let age = try await age("second", version: 1, client)
+            #expect(age > 0.45 && age < 5, "recorded \(age) s before the database's clock")
+        }
+    }
+
+    @Test(arguments: [3_600.0, -5.0])
+    func aClockEstimateAfterTheDatabasesOrTooFarBeforeItIsNotAdmitted(shift: TimeInterval) async throws {
+        try await TestDatabase.withClient { client in
+            let clock = MovableClock()
+            let ledger = Ledger(client: client, recentStreams: RecentStreams(now: clock.now))
+            let lifecycle = Lifecycle()
+            _ = try await ledger.record(orderId: "order-1", events: [lifecycle.created], metadata: actor)
+            clock.shift.withLock { $0 = shift }
+            // The write refuses the remembered order's event at the estimate, and the append reads: the database's
+            // clock. The read sets the estimate again, so the next new order is written from memory, near it.
+            let queued = try await ledger.record(orderId: "order-1", events: [lifecycle.queued], metadata: actor)
+            _ = try await ledger.record(orderId: "order-2", events: [Lifecycle().created], metadata: actor)
+            #expect(queued.append.events.map(\.version) == [2])
+            for (orderId, version) in [("order-1", 2), ("order-2", 1)] {
+                let age = try await age(orderId, version: version, client)
+                #expect(age >= 0 && age < 4, "\(orderId) recorded \(age) s before the database's clock")
+            }
+            #expect(try await ledger.store.count("events") == 3)
+            #expect(try await LedgerVerifier(client: client).verify().passed)
+        }
+    }
+
+    @Test func anotherNodesWriteSendsTheRememberedDecisionBackToARead() async throws {
+        try await TestDatabase.withClient { client in
+            let (nodeA, nodeB) = (Ledger(client: client), Ledger(client: client))
+            let lifecycle = Lifecycle()
+            _ = try await nodeA.record(orderId: "order-1", events: [lifecycle.created, lifecycle.queued], metadata: actor)
+            // Node B moves the order on; node A still remembers it queued, where a verification would be refused.
+            _ = try await nodeB.record(orderId: "order-1", events: [lifecycle.receipt], metadata: actor)
+            let verified = try await nodeA.record(orderId: "order-1", events: [lifecycle.verified], metadata: actor)
+            #expect(verified.append.events.map(\.version) == [4])
+            #expect(verified.order.state == .verified)
+            // Node B remembers version 3: its grant is decided again from a read, and chains onto node A's event.
+            let granted = try await nodeB.record(orderId: "order-1", events: [lifecycle.granted()], metadata: actor)
+            #expect(granted.append.events.map(\.version) == [5])
+            #expect(try await nodeA.order("order-1") == granted.order)
+            #expect(try await nodeA.store.count("refusals") == 0)
+            let report = try await LedgerVerifier(client: client).verify()
+            #expect(report.passed, "\(report.brokenEvents.prefix(3))")
+        }
+    }
+
+    @Test func aTransactionAnotherOrderHoldsIsRefusedFromTheDatabaseNotFromMemory() async throws {
+        try await TestDatabase.withClient { client in
+            let ledger = Ledger(client: client)
+            let lifecycle = Lifecycle()
+            _ = try await ledger.record(orderId: "order-1", events: lifecycle.happyPath, metadata: actor)
+            // Order 2 is remembered with no transaction: only the write's guard on the binding sees order 1's.
+            var other = Lifecycle()
+            other.transactionId = lifecycle.transactionId
+            _ = try await ledger.record(orderId: "order-2", events: [other.created], metadata: actor)
+            await #expect(throws: Refusal.transactionBoundElsewhere(transactionId: lifecycle.transactionId, orderId: "order-1")) {
+                try await ledger.record(orderId: "order-2", events: [other.receipt], metadata: actor)
+            }
+            #expect(try await ledger.order("order-2")?.state == .created)
+        }
+    }
+}
