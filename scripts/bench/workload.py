@@ -5,19 +5,19 @@ The SQL below mirrors, statement for statement, what one HTTP request costs the 
 uncontended path, with the request's token already cached):
 - no token lookup: `TokenCache` keeps authenticated tokens in memory, and the statements below read the token epoch
   (`(SELECT epoch FROM api_token_epoch)`, schema/009) that confirms a cached token;
-- an append (`EventStore.append`) is two statements, no BEGIN/COMMIT (each its own implicit transaction), both from
-  `AppendStatements`: `read`, one SELECT of the stream head (version, last hash), the database clock, which of the
-  new event ids are stored (unnest … JOIN events), the order row (LEFT JOIN orders), the bindings of the
-  transactionIds the events name (LATERAL over order_transactions) and the token epoch; then `write`, one statement
-  of data-modifying CTEs: head (stream row `FOR UPDATE NOWAIT`, gated on the version read), moved (stream version
-  and last hash) or created (a new stream), won, appended (unnest … WITH ORDINALITY), projected (the orders upsert,
+- an append (`EventStore.append`) is one statement, no BEGIN/COMMIT, on the path every append of this workload
+  takes: the node remembers the order it wrote last, and a batch that creates its order needs nothing remembered
+  (`RecentStreams`), so the read is skipped and `AppendStatements.write` runs alone: one statement of
+  data-modifying CTEs: admitted (the cached token's epoch and the recorded time against the database's clock),
+  head (stream row `FOR UPDATE NOWAIT`, gated on the version remembered), moved (stream version and last hash) or
+  created (a new stream), won, appended (unnest … WITH ORDINALITY), projected (the orders upsert,
   `OrderRows.upsertOrderSQL`/`upsertOrderConflictSQL`), bound (the order_transactions upsert), and a final SELECT
-  through `ledger_append_requires` (schema/008);
+  through `ledger_append_requires` (schema/008). (Before stop 34 the read, `AppendStatements.readQuery`, came first.)
 - a history page (`EventStore.readPage`, the route's default page of 100, read as 101 to know whether another
   follows): one SELECT of the order's events after version 0 with the token epoch, `LIMIT 101`.
 The order id is a bind parameter, as in the service; the other values the service binds are literals here, with
-stand-ins for what only the service computes (canonical bytes, hashes; `now()` for the read's clock, which the service
-binds as the events' recorded_at and the order's times). pgbench runs them in extended protocol (`-M extended`,
+stand-ins for what only the service computes (canonical bytes, hashes; `now()` for the database's clock as the node
+estimates it, which the service binds as the events' recorded_at and the order's times). pgbench runs them in extended protocol (`-M extended`,
 bench.py's default): unnamed statements, parsed and planned on every call. The service runs these hot statements
 prepared (named, `plan_cache_mode = force_generic_plan`); `BENCH_PGBENCH_MODE=prepared` replays them that way.
 """
@@ -68,7 +68,6 @@ ORDER_COLUMNS = ("order_id, account_id, product_id, quantity, amount_value, curr
                  "app_account_token, state, version, transaction_id, flags, verification_attempts, last_error_code, "
                  "refunded_value, refunded_currency, created_at, updated_at, granted_at, finished_at, refunded_at")
 # OrderRows.orderColumnsOfO: the same, qualified by the read's `orders o`.
-ORDER_COLUMNS_OF_O = ", ".join("o." + column.strip() for column in ORDER_COLUMNS.split(","))
 
 # OrderRows.upsertOrderConflictSQL
 UPSERT_ORDER_CONFLICT = (
@@ -144,38 +143,22 @@ class Append:
         self.finished = "now()" if last >= 5 else "NULL"
 
 
-def append_read(a):
-    """AppendStatements.readQuery: the append's one read."""
-    return (
-        f"SELECT clock_timestamp(), s.version, s.last_hash,\n"
-        f"       stored.ids, stored.orders, stored.versions, stored.positions, stored.same,\n"
-        f"       bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),\n"
-        f"       {ORDER_COLUMNS_OF_O}\n"
-        f"FROM (VALUES ({OID})) AS wanted(order_id)\n"
-        f"LEFT JOIN streams s USING (order_id)\n"
-        f"LEFT JOIN orders o USING (order_id)\n"
-        f"CROSS JOIN LATERAL (\n"
-        f"    SELECT array_agg(e.event_id) AS ids, array_agg(e.order_id) AS orders, array_agg(e.version) AS versions,\n"
-        f"           array_agg(e.position) AS positions,\n"
-        f"           array_agg(e.order_id = {OID} AND e.type = n.type AND e.data = n.data::jsonb) AS same\n"
-        f"    FROM unnest(ARRAY[{a.ids}]::uuid[], ARRAY[{a.types}]::text[],\n"
-        f"                ARRAY[{a.datas}]::text[]) AS n(event_id, type, data)\n"
-        f"    JOIN events e USING (event_id)\n"
-        f") stored\n"
-        f"CROSS JOIN LATERAL (\n"
-        f"    SELECT array_agg(t.transaction_id) AS ids, array_agg(t.order_id) AS orders,\n"
-        f"           array_agg(t.granted_at IS NOT NULL) AS granted\n"
-        f"    FROM order_transactions t WHERE t.transaction_id = ANY(ARRAY[{a.named}]::text[])\n"
-        f") bound;\n")
-
-
 def append_write(a):
-    """AppendStatements.writeQuery, unqueued (NOWAIT): the append's one write."""
+    """AppendStatements.writeQuery, unqueued (NOWAIT), decided from memory: the append's one statement. The
+    admission compares the token epoch with a constant, as the service compares it with its bound one (this database's
+    epoch is whatever its token changes made it)."""
     exists = sql_bool(a.stream_exists)
     return (
-        f"WITH head AS (\n"
+        f"WITH admitted AS (\n"
+        f"    SELECT NOT true\n"
+        f"           OR (coalesce((SELECT epoch FROM api_token_epoch) >= 0, true)\n"
+        f"               AND now() <= clock_timestamp()\n"
+        f"               AND now() > clock_timestamp() - interval '1 seconds')\n"
+        f"           AS ok\n"
+        f"), head AS (\n"
         f"    SELECT 1 FROM streams\n"
         f"    WHERE order_id = {OID} AND version = {a.previous} AND {exists}\n"
+        f"          AND (SELECT ok FROM admitted)\n"
         f"    FOR UPDATE NOWAIT\n"
         f"), moved AS (\n"
         f"    UPDATE streams SET version = {a.new_version}, last_hash = {HASH}::bytea\n"
@@ -183,7 +166,8 @@ def append_write(a):
         f"    RETURNING 1\n"
         f"), created AS (\n"
         f"    INSERT INTO streams (order_id, version, last_hash)\n"
-        f"    SELECT {OID}, {a.new_version}, {HASH}::bytea WHERE NOT {exists}\n"
+        f"    SELECT {OID}, {a.new_version}, {HASH}::bytea\n"
+        f"    WHERE NOT {exists} AND (SELECT ok FROM admitted)\n"
         f"    ON CONFLICT (order_id) DO NOTHING\n"
         f"    RETURNING 1\n"
         f"), won AS (\n"
@@ -233,10 +217,9 @@ def append_write(a):
 
 
 def append_statements(steps, first_version):
-    """The statements of one append of lifecycle events `steps` (consecutive), after version first_version - 1:
-    the read, then the write; no BEGIN/COMMIT (EventStore.append's uncontended path)."""
-    a = Append(steps, first_version)
-    return append_read(a) + append_write(a)
+    """The statement of one append of lifecycle events `steps` (consecutive), after version first_version - 1: the
+    write alone, decided from memory; no BEGIN/COMMIT (EventStore.append's uncontended path)."""
+    return append_write(Append(steps, first_version))
 
 
 def pgbench_single_event():
