@@ -22,8 +22,10 @@ struct AppendFromMemoryTests {
 
     /// How long before the database's clock, now, the order's event at `version` was recorded (seconds).
     private func age(_ orderId: String, version: Int, _ client: PostgresClient) async throws -> Double {
-        let rows = try await client.query(
-            "SELECT extract(epoch FROM clock_timestamp() - recorded_at)::float8 FROM events WHERE order_id = \(orderId) AND version = \(version)")
+        let rows = try await client.query("""
+            SELECT extract(epoch FROM clock_timestamp() - recorded_at)::float8
+            FROM events WHERE order_id = \(orderId) AND version = \(version)
+            """)
         for try await age in rows.decode(Double.self) { return age }
         throw CorruptRow(column: "recorded_at", value: orderId)
     }

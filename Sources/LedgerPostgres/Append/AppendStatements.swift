@@ -130,12 +130,13 @@ struct AppendStatements {
         let projected = order != nil
         let transactionId = order?.transactionId
         let recordedAt = Timestamp(snapshot.recordedAt)
+        let tolerance = "interval '\(RecentStreams.clockToleranceSeconds) seconds'"
         return """
         WITH admitted AS (
             SELECT NOT \(snapshot.fromMemory)
                    OR (coalesce(\(snapshot.tokenEpoch)::bigint = (SELECT epoch FROM api_token_epoch), true)
                        AND \(recordedAt) <= clock_timestamp()
-                       AND \(recordedAt) > clock_timestamp() - interval '\(unescaped: String(RecentStreams.clockToleranceSeconds)) seconds')
+                       AND \(recordedAt) > clock_timestamp() - \(unescaped: tolerance))
                    AS ok
         ), head AS (
             SELECT 1 FROM streams

@@ -23,9 +23,10 @@ extension EventStore {
         guard !events.isEmpty else { throw EventStoreError.emptyAppend }
         let statements = AppendStatements(logger: logger)
         let memory = recentStreams
+        typealias Outcome = (AppendResult, Order?)
         // Writes what was decided from `snapshot` and remembers the stream it leaves; nil: another writer moved it.
         let write = { @Sendable (snapshot: AppendSnapshot, order: Order?, connection: PostgresConnection, queued: Bool)
-            async throws -> (AppendResult, Order?)? in
+            async throws -> Outcome? in
             // Past its deadline the connection is being closed, and a statement sent on a closing connection may
             // never answer (PostgresNIO 1.33), keeping its pool slot: the write is not sent.
             try Task.checkCancellation()
@@ -39,8 +40,9 @@ extension EventStore {
             })
             return (AppendResult(orderId: orderId, events: written.events, isReplay: false), order)
         }
-        let attempt = { @Sendable (connection: PostgresConnection, queued: Bool) async throws -> (AppendResult, Order?)? in
-            let snapshot = try await statements.read(orderId, events: events, transactionIds: transactionIds, on: connection)
+        let attempt = { @Sendable (connection: PostgresConnection, queued: Bool) async throws -> Outcome? in
+            let snapshot = try await statements.read(
+                orderId, events: events, transactionIds: transactionIds, on: connection)
             memory.observe(databaseClock: snapshot.recordedAt)
             if let epoch = snapshot.tokenEpoch { try await TokenConfirmation.confirm(epoch: epoch) }
             if let replay = try Self.replay(of: events, in: snapshot) { return (replay, nil) }
@@ -52,8 +54,9 @@ extension EventStore {
         // The first try, without a read when this node remembers the stream (`RecentStreams`). Nil — nothing
         // remembered, a refusal or a conflict that only a read may answer, a write its guards stopped — and the
         // append reads.
-        let fromMemory = { @Sendable (connection: PostgresConnection) async throws -> (AppendResult, Order?)? in
-            guard let snapshot = memory.snapshot(of: orderId, events: events, tokenEpoch: TokenConfirmation.pendingEpoch),
+        let fromMemory = { @Sendable (connection: PostgresConnection) async throws -> Outcome? in
+            let pendingEpoch = TokenConfirmation.pendingEpoch
+            guard let snapshot = memory.snapshot(of: orderId, events: events, tokenEpoch: pendingEpoch),
                   expectedVersion.admits(snapshot.version), let order = try? projection(snapshot)
             else { return nil }
             do {
@@ -72,7 +75,7 @@ extension EventStore {
         while true {
             do {
                 let queued = losses > 0
-                let outcome = try await client.withConnection(within: Deadline.remaining) { connection -> (AppendResult, Order?)? in
+                let outcome = try await client.withConnection(within: Deadline.remaining) { connection -> Outcome? in
                     guard queued else {
                         if let outcome = try await fromMemory(connection) { return outcome }
                         return try await attempt(connection, false)

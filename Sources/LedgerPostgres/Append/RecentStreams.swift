@@ -9,9 +9,9 @@ import Synchronization
 /// — the stream's version (another node may have written since), the unique event ids, the transaction's binding —
 /// and two more that only the read used to give (`AppendStatements.writeQuery`): the token epoch the request's
 /// cached token was read under, and a recorded time neither after the database's clock nor more than
-/// `clockToleranceSeconds` before it. A write any guard stops writes nothing, and the append reads and decides as before.
-/// A decision from memory that refuses or conflicts is never answered either: the append reads and decides again,
-/// so what a client is told rests on what the database holds.
+/// `clockToleranceSeconds` before it. A write any guard stops writes nothing, and the append reads and decides as
+/// before. A decision from memory that refuses or conflicts is never answered either: the append reads and decides
+/// again, so what a client is told rests on what the database holds.
 ///
 /// The recorded time is the database's clock estimated by the node (`recordedAt()`), never before the stream's last
 /// event: the node's own clock plus the offset its reads saw, the largest since the estimate was last reset. A read's
