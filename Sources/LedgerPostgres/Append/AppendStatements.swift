@@ -40,6 +40,31 @@ struct AppendSnapshot: Sendable {
         stored: [], order: nil, bindings: [:], tokenEpoch: nil, fromMemory: false)
 }
 
+extension AppendSnapshot {
+    /// The snapshot an append of `events` decides on without reading (`RecentStreams`): the stream this node's last
+    /// write left, or, for a batch that creates its order, no stream yet. Nil when neither applies, or the node has
+    /// not read the database's clock yet.
+    static func remembered(
+        _ orderId: String, events: [NewEvent], tokenEpoch: Int64?, in memory: RecentStreams
+    ) -> AppendSnapshot? {
+        guard let now = memory.databaseClock() else { return nil }
+        if let stream = memory.stream(of: orderId) {
+            let bindings = stream.order.transactionId.map { transactionId in
+                [transactionId: TransactionBinding(
+                    transactionId: transactionId, orderId: orderId, granted: stream.order.grantedAt != nil)]
+            }
+            return AppendSnapshot(
+                orderId: orderId, version: stream.version, streamExists: true, lastHash: stream.lastHash,
+                recordedAt: max(now, stream.recordedAt), stored: [], order: stream.order, bindings: bindings ?? [:],
+                tokenEpoch: tokenEpoch, fromMemory: true)
+        }
+        guard events.first?.type == EventType.orderCreated.rawValue else { return nil }
+        return AppendSnapshot(
+            orderId: orderId, version: 0, streamExists: false, lastHash: nil, recordedAt: now, stored: [],
+            order: nil, bindings: [:], tokenEpoch: tokenEpoch, fromMemory: true)
+    }
+}
+
 struct StoredEventId {
     let event: AppendedEvent
     let orderId: String

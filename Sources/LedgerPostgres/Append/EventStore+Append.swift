@@ -56,7 +56,7 @@ extension EventStore {
         // append reads.
         let fromMemory = { @Sendable (connection: PostgresConnection) async throws -> Outcome? in
             let pendingEpoch = TokenConfirmation.pendingEpoch
-            guard let snapshot = memory.snapshot(of: orderId, events: events, tokenEpoch: pendingEpoch),
+            guard let snapshot = AppendSnapshot.remembered(orderId, events: events, tokenEpoch: pendingEpoch, in: memory),
                   expectedVersion.admits(snapshot.version), let order = try? projection(snapshot)
             else { return nil }
             do {

@@ -13,11 +13,11 @@ import Synchronization
 /// before. A decision from memory that refuses or conflicts is never answered either: the append reads and decides
 /// again, so what a client is told rests on what the database holds.
 ///
-/// The recorded time is the database's clock estimated by the node (`recordedAt()`), never before the stream's last
-/// event: the node's own clock plus the offset its reads saw, the largest since the estimate was last reset. A read's
-/// offset is the database's clock at the read minus the node's once the answer is in, so it is never ahead of the
-/// true one, and the largest is the one with the shortest delay. Times within an order therefore never go
-/// backwards; a node whose clock jumps forward has its write refused once, and the estimate starts again from the
+/// The recorded time is the database's clock as the node estimates it (`databaseClock()`), never before the
+/// stream's last event: the node's own clock plus the offset its reads saw, the largest since the estimate was last
+/// reset. A read's offset is the database's clock at the read minus the node's once the answer is in, so it is never
+/// ahead of the true one, and the largest is the one with the shortest delay. Times within an order therefore never
+/// go backwards; a node whose clock jumps forward has its write refused once, and the estimate starts again from the
 /// read that follows.
 final class RecentStreams: Sendable {
     /// A stream as this node's last write to it left it.
@@ -51,26 +51,6 @@ final class RecentStreams: Sendable {
         self.now = now
     }
 
-    /// The snapshot an append of `events` decides on without reading: the remembered stream, or, for a batch that
-    /// creates its order, no stream yet. Nil when neither applies or the database's clock was never read.
-    func snapshot(of orderId: String, events: [NewEvent], tokenEpoch: Int64?) -> AppendSnapshot? {
-        guard let recordedAt = recordedAt() else { return nil }
-        if let stream = remembered(orderId) {
-            let bindings = stream.order.transactionId.map { transactionId in
-                [transactionId: TransactionBinding(
-                    transactionId: transactionId, orderId: orderId, granted: stream.order.grantedAt != nil)]
-            }
-            return AppendSnapshot(
-                orderId: orderId, version: stream.version, streamExists: true, lastHash: stream.lastHash,
-                recordedAt: max(recordedAt, stream.recordedAt), stored: [], order: stream.order,
-                bindings: bindings ?? [:], tokenEpoch: tokenEpoch, fromMemory: true)
-        }
-        guard events.first?.type == EventType.orderCreated.rawValue else { return nil }
-        return AppendSnapshot(
-            orderId: orderId, version: 0, streamExists: false, lastHash: nil, recordedAt: recordedAt, stored: [],
-            order: nil, bindings: [:], tokenEpoch: tokenEpoch, fromMemory: true)
-    }
-
     /// An append decided from memory was not written (a guard stopped it, or another writer moved the stream):
     /// the stream and the clock estimate are forgotten, and the append's read sets them again.
     func missed(_ orderId: String) {
@@ -100,13 +80,14 @@ final class RecentStreams: Sendable {
         clockOffset.withLock { $0 = max($0 ?? offset, offset) }
     }
 
-    private func remembered(_ orderId: String) -> Stream? {
+    /// The stream as this node's last write to it left it; nil when not remembered.
+    func stream(of orderId: String) -> Stream? {
         streams.withLock { $0.newest[orderId] ?? $0.older[orderId] }
     }
 
     /// The database's clock as estimated here, to the microsecond it is stored with (rounded down: never later
-    /// than the estimate).
-    private func recordedAt() -> Date? {
+    /// than the estimate); nil before the first reading.
+    func databaseClock() -> Date? {
         guard let offset = clockOffset.withLock({ $0 }) else { return nil }
         let seconds = now().addingTimeInterval(offset).timeIntervalSince(Timestamp.epoch2000)
         return Timestamp.epoch2000.addingTimeInterval((seconds * 1_000_000).rounded(.down) / 1_000_000)
