@@ -21,7 +21,11 @@ final class BackgroundExecutor: TaskExecutor, Sendable {
 
     /// `niceness`: how much lower than the event loops' (0) the thread's priority is (setpriority(2), 0…19).
     init(niceness: Int32) {
+        let recorded = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            // Foundation names the current thread only once `start()` has recorded it: named before, the thread kept
+            // the name of the event loop that made it (seen once under load), and /proc and `top -H` did not show it.
+            recorded.wait()
             #if canImport(Glibc)
             // On Linux a nice value is a thread's own, and 0 names the calling thread.
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
@@ -34,6 +38,7 @@ final class BackgroundExecutor: TaskExecutor, Sendable {
             }
         }
         thread.start()
+        recorded.signal()
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
