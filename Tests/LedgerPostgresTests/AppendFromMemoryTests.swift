@@ -99,6 +99,41 @@ struct AppendFromMemoryTests {
         }
     }
 
+    /// Three nodes write one order at once, each remembering the stream as its own last write left it, which the
+    /// others keep making stale: every append must land once, gapless, on one chain that `ledger verify` passes.
+    @Test func threeNodesWritingOneOrderAtOnceKeepOneChain() async throws {
+        try await TestDatabase.withClient { client in
+            let nodes = [Ledger(client: client), Ledger(client: client), Ledger(client: client)]
+            let lifecycle = Lifecycle()
+            _ = try await nodes[0].record(orderId: "order-1", events: [lifecycle.created], metadata: actor)
+            for node in nodes {  // each node remembers the order from a write of its own
+                _ = try await node.record(orderId: "order-1", events: [lifecycle.receipt], metadata: actor)
+            }
+            let writers = 36
+            let failures = await withTaskGroup(of: (any Error)?.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        // A re-delivered receipt, or a receipt and a retryable failure: every interleaving is accepted.
+                        let events = writer.isMultiple(of: 2)
+                            ? [lifecycle.receipt] : [lifecycle.receipt, lifecycle.verificationFailed(retryable: true)]
+                        let outcome = await attempt {
+                            try await nodes[writer % nodes.count].record(
+                                orderId: "order-1", events: events, metadata: EventMetadata(actor: "w\(writer)"))
+                        }
+                        if case .failure(let error) = outcome { return error }
+                        return nil
+                    }
+                }
+                return await group.reduce(into: [any Error]()) { if let error = $1 { $0.append(error) } }
+            }
+            #expect(failures.isEmpty, "\(failures.prefix(3))")
+            let expected = 1 + nodes.count + writers / 2 + writers / 2 * 2
+            #expect(try await nodes[0].store.read("order-1").map(\.version) == Array(1...expected), "gapless")
+            let report = try await LedgerVerifier(client: client).verify()
+            #expect(report.passed, "\(report.brokenEvents.prefix(3))")
+        }
+    }
+
     @Test func aTransactionAnotherOrderHoldsIsRefusedFromTheDatabaseNotFromMemory() async throws {
         try await TestDatabase.withClient { client in
             let ledger = Ledger(client: client)
