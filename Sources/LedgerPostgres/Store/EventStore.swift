@@ -4,7 +4,8 @@ import Logging
 import PostgresNIO
 
 /// The append-only event store: one stream per order, on PostgreSQL. Its reads are here (EventStore+Read.swift);
-/// its append, one or two statements with the order projection written inline, is a step of the append path (Append/).
+/// its append, one or two statements with the order projection written inline, is a step of the append path
+/// (Append/).
 struct EventStore: Sendable {
     let client: PostgresClient
     let logger: Logger
