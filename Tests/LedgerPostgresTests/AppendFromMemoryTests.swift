@@ -34,10 +34,13 @@ struct AppendFromMemoryTests {
         throw CorruptRow(column: "recorded_at", value: orderId)
     }
 
-    /// A few readings of the database's clock, as reads would give: the estimate keeps the closest, so a loaded
-    /// machine's slow answer does not leave it far behind.
+    /// A few readings of the database's clock, as reads would give: the estimate keeps the one with the shortest
+    /// round trip, so a loaded machine's slow answer does not leave it far off.
     private func readTheClock(_ memory: RecentStreams, _ client: PostgresClient) async throws {
-        for _ in 0..<5 { memory.observe(databaseClock: try await databaseClock(client)) }
+        for _ in 0..<5 {
+            let sentAt = memory.nodeClock()
+            memory.observe(databaseClock: try await databaseClock(client), sentAt: sentAt)
+        }
     }
 
     @Test func aNewOrderIsWrittenWithoutAReadAtTheDatabasesClockAsEstimated() async throws {

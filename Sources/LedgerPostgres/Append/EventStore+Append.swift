@@ -41,9 +41,10 @@ extension EventStore {
             return (AppendResult(orderId: orderId, events: written.events, isReplay: false), order)
         }
         let attempt = { @Sendable (connection: PostgresConnection, queued: Bool) async throws -> Outcome? in
+            let sentAt = memory.nodeClock()
             let snapshot = try await statements.read(
                 orderId, events: events, transactionIds: transactionIds, on: connection)
-            memory.observe(databaseClock: snapshot.recordedAt)
+            memory.observe(databaseClock: snapshot.recordedAt, sentAt: sentAt)
             if let epoch = snapshot.tokenEpoch { try await TokenConfirmation.confirm(epoch: epoch) }
             if let replay = try Self.replay(of: events, in: snapshot) { return (replay, nil) }
             guard expectedVersion.admits(snapshot.version) else {

@@ -14,11 +14,11 @@ import Synchronization
 /// again, so what a client is told rests on what the database holds.
 ///
 /// The recorded time is the database's clock as the node estimates it (`databaseClock()`), never before the
-/// stream's last event: the node's own clock plus the offset its reads saw, the largest since the estimate was last
-/// reset. A read's offset is the database's clock at the read minus the node's once the answer is in, so it is never
-/// ahead of the true one, and the largest is the one with the shortest delay. Times within an order therefore never
-/// go backwards; a node whose clock jumps forward has its write refused once, and the estimate starts again from the
-/// read that follows.
+/// stream's last event: the node's own clock plus the offset one of its reads saw — the database's clock at the read
+/// minus the node's halfway between sending it and its answer, from the read with the shortest round trip since the
+/// estimate was last reset (as NTP picks its samples), so the estimate is off by at most half that round trip. Times
+/// within an order never go backwards; a node whose clock jumps has its write refused once, and the estimate starts
+/// again from the read that follows.
 final class RecentStreams: Sendable {
     /// A stream as this node's last write to it left it.
     struct Stream: Sendable {
@@ -41,8 +41,14 @@ final class RecentStreams: Sendable {
     }
 
     private let streams = Mutex(Generations())
-    /// The database's clock minus the node's, the largest a read saw since the last reset; nil before any.
-    private let clockOffset = Mutex<TimeInterval?>(nil)
+    /// A reading of the database's clock: its offset from the node's, and the round trip it was read in.
+    private struct ClockReading {
+        let offset: TimeInterval
+        let roundTrip: TimeInterval
+    }
+
+    /// The reading with the shortest round trip since the last reset; nil before any.
+    private let clockReading = Mutex<ClockReading?>(nil)
     /// The node's clock (injected by tests).
     private let now: @Sendable () -> Date
     static let generationSize = 4_096
@@ -55,7 +61,7 @@ final class RecentStreams: Sendable {
     /// the stream and the clock estimate are forgotten, and the append's read sets them again.
     func missed(_ orderId: String) {
         remember(orderId, nil)
-        clockOffset.withLock { $0 = nil }
+        clockReading.withLock { $0 = nil }
     }
 
     /// Remembers the stream a write left; a write without a projection forgets it (its order is not known here).
@@ -74,10 +80,17 @@ final class RecentStreams: Sendable {
         }
     }
 
-    /// Notes the database's clock a statement has just read.
-    func observe(databaseClock: Date) {
-        let offset = databaseClock.timeIntervalSince(now())
-        clockOffset.withLock { $0 = max($0 ?? offset, offset) }
+    /// The node's clock: when a statement that reads the database's clock is sent (`observe`).
+    func nodeClock() -> Date { now() }
+
+    /// Notes the database's clock a statement sent at `sentAt` (`nodeClock()`) has just answered with.
+    func observe(databaseClock: Date, sentAt: Date) {
+        let roundTrip = max(0, now().timeIntervalSince(sentAt))
+        let midway = sentAt.addingTimeInterval(roundTrip / 2)
+        let reading = ClockReading(offset: databaseClock.timeIntervalSince(midway), roundTrip: roundTrip)
+        clockReading.withLock { best in
+            if best.map({ reading.roundTrip <= $0.roundTrip }) ?? true { best = reading }
+        }
     }
 
     /// The stream as this node's last write to it left it; nil when not remembered.
@@ -85,10 +98,10 @@ final class RecentStreams: Sendable {
         streams.withLock { $0.newest[orderId] ?? $0.older[orderId] }
     }
 
-    /// The database's clock as estimated here, to the microsecond it is stored with (rounded down: never later
-    /// than the estimate); nil before the first reading.
+    /// The database's clock as estimated here, to the microsecond it is stored with (rounded down); nil before the
+    /// first reading.
     func databaseClock() -> Date? {
-        guard let offset = clockOffset.withLock({ $0 }) else { return nil }
+        guard let offset = clockReading.withLock({ $0?.offset }) else { return nil }
         let seconds = now().addingTimeInterval(offset).timeIntervalSince(Timestamp.epoch2000)
         return Timestamp.epoch2000.addingTimeInterval((seconds * 1_000_000).rounded(.down) / 1_000_000)
     }
