@@ -17,8 +17,8 @@ import Synchronization
 /// stream's last event: the node's own clock plus the offset one of its reads saw — the database's clock at the read
 /// minus the node's halfway between sending it and its answer, from the read with the shortest round trip since the
 /// estimate was last reset (as NTP picks its samples), so the estimate is off by at most half that round trip. Times
-/// within an order never go backwards; a node whose clock jumps has its write refused once, and the estimate starts
-/// again from the read that follows.
+/// within an order never go backwards; a node whose clock jumps, or drifts past the tolerance either way, has its
+/// write refused once, and the estimate starts again from the read that follows.
 final class RecentStreams: Sendable {
     /// A stream as this node's last write to it left it.
     struct Stream: Sendable {
@@ -40,7 +40,9 @@ final class RecentStreams: Sendable {
         var older: [String: Stream] = [:]
     }
 
+    static let generationSize = 4_096
     private let streams = Mutex(Generations())
+
     /// A reading of the database's clock: its offset from the node's, and the round trip it was read in.
     private struct ClockReading {
         let offset: TimeInterval
@@ -51,7 +53,6 @@ final class RecentStreams: Sendable {
     private let clockReading = Mutex<ClockReading?>(nil)
     /// The node's clock (injected by tests).
     private let now: @Sendable () -> Date
-    static let generationSize = 4_096
 
     init(now: @escaping @Sendable () -> Date = Date.init) {
         self.now = now
