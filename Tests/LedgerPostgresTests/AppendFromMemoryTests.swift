@@ -148,6 +148,50 @@ struct AppendFromMemoryTests {
         }
     }
 
+    /// Three nodes, each remembering its own order with no transaction yet, race to credit one transaction through
+    /// all three orders at once: memory knows nothing of the other orders' claims, so only the write's guard on
+    /// the binding and the reads it sends back to can keep the grant single.
+    @Test func threeNodesRacingOneTransactionAcrossTheirOrdersGrantItOnce() async throws {
+        try await TestDatabase.withClient { client in
+            let nodes = [Ledger(client: client), Ledger(client: client), Ledger(client: client)]
+            var lifecycles: [Lifecycle] = []
+            for index in nodes.indices {
+                var lifecycle = Lifecycle()
+                lifecycle.transactionId = "tx-raced"
+                lifecycle.accountId = "acct-\(index)"
+                _ = try await nodes[index].record(orderId: "order-\(index)", events: [lifecycle.created], metadata: actor)
+                lifecycles.append(lifecycle)
+            }
+            let outcomes = await withTaskGroup(of: Result<Recorded, any Error>.self) { group in
+                for writer in 0..<24 {
+                    let index = writer % nodes.count
+                    let lifecycle = lifecycles[index]
+                    group.addTask {
+                        await attempt {
+                            try await nodes[index].record(
+                                orderId: "order-\(index)", events: [lifecycle.receipt, lifecycle.verified, lifecycle.granted()],
+                                metadata: EventMetadata(actor: "w\(writer)"))
+                        }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes.filter { (try? $0.get()) != nil }.count == 1, "one grant")
+            for case .failure(let error) in outcomes {
+                switch error as? Refusal {
+                case .transactionBoundElsewhere?, .alreadyGranted?, .invalidTransition?: break
+                default: Issue.record("unexpected outcome \(error)")
+                }
+            }
+            var granted = 0
+            for index in nodes.indices where try await nodes[0].order("order-\(index)")?.grantedAt != nil { granted += 1 }
+            #expect(granted == 1)
+            #expect(try await nodes[0].store.count("order_transactions") == 1)
+            let report = try await LedgerVerifier(client: client).verify()
+            #expect(report.passed, "\(report.brokenEvents.prefix(3))")
+        }
+    }
+
     @Test func aTransactionAnotherOrderHoldsIsRefusedFromTheDatabaseNotFromMemory() async throws {
         try await TestDatabase.withClient { client in
             let ledger = Ledger(client: client)
