@@ -8,8 +8,8 @@
 2.+3. for 16 and 64 clients, back to back: pgbench on the minimal event store (minimal.py: the least work PostgreSQL
    needs, database `ledger_bench_min`), pgbench on Message DB installed from its own scripts (messagedb.py, database
    `ledger_bench_mdb`; skipped without them), pgbench replaying the service's own statements (workload.py), then the service
-   (`ledger serve`, release build, driven over loopback by loadgen.py, and by wrk for history reads) for single-event appends, 6-event batches
-   and history reads;
+   (`ledger serve`, release build, driven over loopback by wrk — wrkload.py; loadgen.py without wrk, and for the
+   preload) for single-event appends, 6-event batches and history reads;
 4. `ledger rebuild` over >= 1,000,000 events vs `COPY (SELECT … ORDER BY position) TO STDOUT` through psql;
 5. one table on stdout, JSON in bench-results/latest.json. Exit status 1 if any phase failed.
 """
@@ -201,10 +201,11 @@ def run_pgbench(url, script_text, kind, clients, duration, variables, workdir, n
 
 
 def run_loadgen(kind, clients, duration, port, token, run_tag, horders):
-    if kind == "history" and shutil.which("wrk"):
-        data = wrkload.history(clients, duration, port, token, horders)
+    if kind != "preload" and shutil.which("wrk"):
+        data = (wrkload.history(clients, duration, port, token, horders) if kind == "history"
+                else wrkload.appends(kind, clients, duration, port, token, run_tag))
         if data["failed"]:
-            log(f"service history x{clients} FAILED: {data['problems']}")
+            log(f"service {kind} x{clients} FAILED: {data['problems']}")
         return data
     cmd = [sys.executable, os.path.join(HERE, "loadgen.py"), "--kind", kind, "--clients", str(clients),
            "--duration", str(duration), "--port", str(port), "--token", token, "--run", run_tag,

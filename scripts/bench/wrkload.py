@@ -1,15 +1,22 @@
-"""The history phase through wrk (C, like pgbench on the PostgreSQL side): a load generator that costs the two cores
-as little as the baselines' does. Python's loadgen.py spent ~35 µs of CPU per read, a quarter of a core at 7,000
-reads/s, taken from the service it measured. Appends keep loadgen.py: their lifecycles need each order's steps in
-order, which wrk's per-thread request() cannot keep per connection.
+"""The service's phases through wrk (C, like pgbench on the PostgreSQL side): a load generator that costs the two
+cores as little as the baselines' does. Python's loadgen.py spent ~35 µs of CPU per history read, and 15–17 % of a
+core during the append phases, taken from the service it measured.
+
+- history: one thread, every connection a client reading GET /v1/orders/h-<random>/history (history.lua).
+- single, batch: one thread per connection (appends.lua), so each thread's Lua state is one client that walks its
+  own orders through the lifecycle and sends an order's next event only once the one before was answered.
 
 Every answer is checked: any non-2xx answer or socket error marks the run failed (a 304 cannot happen: no
-If-None-Match is sent)."""
+If-None-Match is sent; a 200 cannot either: every event id is fresh)."""
 
+import json
 import os
 import re
 import subprocess
 import time
+import uuid
+
+import workload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -19,9 +26,16 @@ def _milliseconds(text):
     return value * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
-def history(clients, duration, port, token, horders):
-    cmd = ["wrk", "-t1", f"-c{clients}", f"-d{duration:g}s", "--latency", "-s", os.path.join(HERE, "history.lua"),
-           f"http://127.0.0.1:{port}", "--", token, str(horders)]
+def _event_template(step):
+    """Lifecycle event `step` as posted, as a string.format template: %s the event id, then the order id."""
+    text = json.dumps({"eventId": "@ID@", "type": workload.LIFECYCLE_TYPES[step],
+                       "data": workload.event_data(step, "t-@ORDER@")}, separators=(",", ":"))
+    return text.replace("%", "%%").replace("@ID@", "%s").replace("@ORDER@", "%s")
+
+
+def _wrk(kind, threads, clients, duration, port, script, script_args, events_per_request):
+    cmd = ["wrk", f"-t{threads}", f"-c{clients}", f"-d{duration:g}s", "--timeout", "10s", "--latency",
+           "-s", os.path.join(HERE, script), f"http://127.0.0.1:{port}", "--", *script_args]
     started = time.monotonic()
     before = os.times()
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -36,10 +50,24 @@ def history(clients, duration, port, token, horders):
     problems = ([f"{bad} non-2xx answers"] if bad else []) + ([f"socket errors: {errors.group(1)}"] if errors else [])
     problems += [out.stderr.strip()] if out.returncode != 0 else []
     return {
-        "kind": "history", "clients": clients, "seconds": seconds, "requests": requests, "events": requests,
-        "requests_per_s": rate, "events_per_s": rate, "p50_ms": percentiles.get("50"), "p99_ms": percentiles.get("99"),
-        "mean_ms": None, "statuses": {"200": requests - bad, "other": bad}, "unexpected": bad,
+        "kind": kind, "clients": clients, "seconds": seconds, "requests": requests,
+        "events": requests * events_per_request, "requests_per_s": rate, "events_per_s": rate * events_per_request,
+        "p50_ms": percentiles.get("50"), "p99_ms": percentiles.get("99"), "mean_ms": None,
+        "statuses": {"2xx": requests - bad, "other": bad}, "unexpected": bad,
         "failed": bool(problems) or requests == 0, "problems": problems,
         "loadgen_cpu_s": (after.children_user - before.children_user) + (after.children_system - before.children_system),
         "event_loop": "wrk",
     }
+
+
+def history(clients, duration, port, token, horders):
+    return _wrk("history", 1, clients, duration, port, "history.lua", [token, str(horders)], 1)
+
+
+def appends(kind, clients, duration, port, token, run_tag):
+    """Single appends or 6-event batches to new orders `<s|b><run_tag>-<clients>-<client>-<serial>`."""
+    order_prefix = f"{kind[0]}{run_tag}-{clients}-"
+    id_prefix = str(uuid.uuid4())[:18]  # 8-4-4 hex digits, fresh per run; appends.lua adds the client and a counter
+    templates = [_event_template(step) for step in range(6)]
+    return _wrk(kind, clients, clients, duration, port, "appends.lua",
+                [kind, token, order_prefix, id_prefix, *templates], 6 if kind == "batch" else 1)
