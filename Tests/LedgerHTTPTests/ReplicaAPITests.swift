@@ -98,9 +98,11 @@ struct ReplicaAPITests {
             let history = try await api.historyTypes("order-1", seeing: last)
             #expect(history.from == "replica-1")
             #expect(history.types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
-            #expect(try await api.request(.get, "/v1/orders/order-1").from == "replica-1")
-            #expect(try await api.request(.get, "/v1/orders/order-1/chain").from == "replica-1")
-            #expect(try await api.request(.get, "/v1/events").from == "replica-1")
+            // Eventually: under the whole suite's load a monitor probe can outlast its 1 s deadline, and the replica is
+            // then rightly skipped until the next check finds it well (seen once: two reads in a row from the primary).
+            for path in ["/v1/orders/order-1", "/v1/orders/order-1/chain", "/v1/events"] {
+                try await api.eventually("\(path) is served by the replica") { try await api.request(.get, path).from == "replica-1" }
+            }
             // What a client credits by stays on the primary.
             let transaction = try await api.request(.get, "/v1/transactions/\(lifecycle.transactionId)")
             #expect(transaction.status == .ok)
