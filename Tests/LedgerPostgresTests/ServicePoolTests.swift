@@ -6,20 +6,17 @@ import NIOPosix
 import PostgresNIO
 import Testing
 
-/// How `serve`'s pool keeps its sessions. PostgresNIO's pool starts a timer each time a connection goes back to it
-/// idle for each of its idle timeout (connections above the minimum) and its keep-alive ping, each a task group of two
-/// tasks and a libdispatch timer (both: a third of `serve`'s CPU for a history read, BENCHMARKS.md). It also traps
-/// when a lease finds no idle session while it holds fewer than its minimum, which it can after an outage.
+/// How `serve`'s pool keeps its sessions. PostgresNIO's pool starts two timers each time a connection goes back to
+/// it idle — its idle timeout, for connections above the minimum, and its keep-alive ping — each a task group of two
+/// tasks and a libdispatch timer. Per request that was a third of `serve`'s CPU for a history read (BENCHMARKS.md).
 @Suite("Database: the service's pool")
 struct ServicePoolTests {
-    @Test func thePoolHasNoMinimumThatItCouldFallBelowAndPingsNone() throws {
+    @Test func everySessionIsKeptOpenAndThePoolPingsNoneSoAReleaseStartsNoTimer() throws {
         var configuration = try Database.configuration(fromURL: "postgres://ledger@127.0.0.1:5432/ledger")
         configuration.options.maximumConnections = 8
         let service = Database(configuration: configuration).serviceConfiguration(limits: .service)
         #expect(service.options.maximumConnections == 8)
-        // PostgresNIO 1.33.2 traps (`PoolStateMachine+ConnectionGroup.swift:163`) when its sessions fall below this
-        // minimum: `serve` died 0.4 s after a database restart with it at 8 (`scripts/faults/db-restart`, stop 35).
-        #expect(service.options.minimumConnections == 0)
+        #expect(service.options.minimumConnections == 8)
         #expect(service.options.keepAliveBehavior.map { _ in true } == nil)
         // PostgreSQL keeps an idle session's path open instead, with TCP keep-alives (the test cluster listens on a Unix
         // socket only, where they do not apply: `scripts/bench/run` and a URL-configured serve use TCP).

@@ -46,19 +46,14 @@ public struct Database: Sendable {
         let parameters = Self.servicePlanning + Self.serverKeepAlive + [("application_name", NodeSchema.applicationName)]
         configuration.options.additionalStartupParameters.removeAll { name, _ in parameters.contains { $0.0 == name } }
         configuration.options.additionalStartupParameters.append(contentsOf: parameters)
-        // No minimum of sessions: PostgresNIO 1.33.2's pool traps (`PoolStateMachine+ConnectionGroup.swift:163`,
-        // "Precondition failed") when a lease finds no idle session while the pool holds fewer than its minimum — and
-        // after an outage it can: while it retries one failed connection it drops, without replacing, the others whose
-        // creation failed. `serve` kept every session (minimum = maximum) and died of it 0.4 s after PostgreSQL came
-        // back (`scripts/faults/db-restart` in CI, stop 35). With no minimum the check cannot fail. The price: the
-        // pool starts its idle timer each time a session goes back to it (25–40 µs of a history read's ~150 µs of
-        // CPU, BENCHMARKS.md stop 35), and an idle pool closes its sessions after a minute.
-        // The pool pings no idle session: its keep-alive is another timer per request (with the idle timer, a third
-        // of serve's CPU for a history read). PostgreSQL's own TCP keep-alives (`serverKeepAlive`) keep an idle
-        // session's path open through NAT and firewalls instead, at no cost per request. A session PostgreSQL dropped
-        // is found by the next statement on it, which fails (and the pool reconnects); one that hangs is closed at the
-        // request's deadline (`withConnection(within:)`).
-        configuration.options.minimumConnections = 0
+        // Every session stays open and the pool pings none while idle: PostgresNIO's pool otherwise starts two timers
+        // (its idle timeout above the minimum, its keep-alive) each time a connection goes back to it, each a task
+        // group and a libdispatch timer — per request, a third of serve's CPU for a history read (BENCHMARKS.md).
+        // PostgreSQL's own TCP keep-alives (`serverKeepAlive`) keep an idle session's path open through NAT and
+        // firewalls instead, at no cost per request. A session PostgreSQL dropped is found by the next statement on
+        // it, which fails (and the pool reconnects); one that hangs is closed at the request's deadline
+        // (`withConnection(within:)`).
+        configuration.options.minimumConnections = configuration.options.maximumConnections
         configuration.options.keepAliveBehavior = nil
         return configuration
     }
