@@ -202,7 +202,11 @@ struct MultiNodeCommandTests {
                 return try await group.reduce(into: ([UUID](), 0)) { $0.0 += $1.0; $0.1 += $1.1 }
             }
             print("3 nodes, one killed after 30 acknowledgements: \(acknowledged.count) appends acknowledged, \(retried) retried on another node after a network error")
-            #expect(await kill.done, "the node was killed mid-load, not gone before: \(victim.standardError.suffix(3000))")
+            // A node that died on its own says why in the lines before its backtrace (seen: PostgresNIO's pool trap,
+            // docs/operating.md's known defect); the backtrace alone is thousands of lines.
+            let why = victim.standardError.split(separator: "\n")
+                .filter { $0.contains("Precondition") || $0.contains("Fatal error") || $0.contains("crashed") }
+            #expect(await kill.done, "the node was killed mid-load, not gone before: \(why.joined(separator: "\n"))")
             #expect(acknowledged.count == 48 * 6)
             let ids = acknowledged.map { "'\($0.uuidString.lowercased())'" }.joined(separator: ",")
             #expect(try await ledger.store.count("events WHERE event_id IN (\(ids))") == 48 * 6, "every acknowledged event is stored")
