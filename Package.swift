@@ -60,8 +60,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // ConnectionPoolError: the pool's "stopped trying" is a 503, not a 500 (`DatabaseErrors`).
-                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ]
         ),
         // The console's HTML, CSS and JavaScript, embedded: served by LedgerHTTP at /console/.
@@ -198,7 +196,6 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ]
         ),
         // Drives the built `ledger` binary, as a user would.

@@ -131,7 +131,7 @@ struct ServeShutdownTests {
     }
 
     /// 3,000 unsealed events: the first seal of the serve started next works through them for a while.
-    static func recordBacklog(on client: PostgresClient) async throws {
+    static func recordBacklog(on client: SessionPool) async throws {
         let ledger = Ledger(client: client)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<8 {

@@ -19,7 +19,7 @@ struct ReplicaAPITests {
     struct Harness {
         let client: any TestClientProtocol
         let replicas: ReadReplicas
-        let standby: PostgresClient
+        let standby: SessionPool
         let standbyCluster: EmbeddedPostgres
         let tokens: TokenStore
         let secret: String

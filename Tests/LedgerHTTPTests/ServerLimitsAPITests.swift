@@ -105,7 +105,7 @@ extension API {
     /// Like `run`, with the service connected with PostgreSQL's own limits (as `serve` connects it); `body` also
     /// gets the owner's client.
     static func run(
-        limits: ServerLimits, poolSize: Int = 4, _ body: @Sendable @escaping (API, PostgresClient) async throws -> Void
+        limits: ServerLimits, poolSize: Int = 4, _ body: @Sendable @escaping (API, SessionPool) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService(limits: limits, poolSize: poolSize) { owner, service in
             let database = LedgerDatabase(client: service)

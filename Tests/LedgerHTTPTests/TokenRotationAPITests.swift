@@ -89,7 +89,7 @@ struct TokenRotationAPITests {
     }
 
     /// As a request whose statement reads the token epoch (an append, a history page) confirms a cached token.
-    func accepted(_ secret: String, by cache: TokenCache, client: PostgresClient) async throws -> Bool {
+    func accepted(_ secret: String, by cache: TokenCache, client: SessionPool) async throws -> Bool {
         guard let (_, confirmation) = try await cache.authenticate(secret: secret) else { return false }
         guard let confirmation else { return true }
         let epoch = try await client.query("SELECT epoch FROM api_token_epoch", logger: .init(label: "test")) { rows in

@@ -6,7 +6,6 @@ import LedgerHTTP
 import LedgerTestSupport
 import PostgresNIO
 import Testing
-import _ConnectionPoolModule
 
 /// When the database cannot do the work in time, the client is told to retry — 503 `unavailable` with Retry-After —
 /// and nothing is half-written. (scripts/faults/db-restart stops PostgreSQL itself under load.)
@@ -54,8 +53,8 @@ struct UnavailableAPITests {
         }
     }
 
-    @Test func aPoolThatStoppedTryingIsUnavailableNotABug() {
-        let error = APIError(from: ConnectionPoolError.connectionCreationCircuitBreakerTripped)
+    @Test func aClosedPoolIsUnavailableNotABug() {
+        let error = APIError(from: SessionPoolClosed())
         #expect(error.status == .serviceUnavailable)
         #expect(error.code == "unavailable")
     }

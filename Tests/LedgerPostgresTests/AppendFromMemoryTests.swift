@@ -21,13 +21,13 @@ struct AppendFromMemoryTests {
     }
 
     /// The database's clock now.
-    private func databaseClock(_ client: PostgresClient) async throws -> Date {
+    private func databaseClock(_ client: SessionPool) async throws -> Date {
         for try await now in try await client.query("SELECT clock_timestamp()").decode(Date.self) { return now }
         throw CorruptRow(column: "clock_timestamp", value: "")
     }
 
     /// When the order's event at `version` was recorded.
-    private func recordedAt(_ orderId: String, version: Int, _ client: PostgresClient) async throws -> Date {
+    private func recordedAt(_ orderId: String, version: Int, _ client: SessionPool) async throws -> Date {
         let rows = try await client.query(
             "SELECT recorded_at FROM events WHERE order_id = \(orderId) AND version = \(version)")
         for try await recordedAt in rows.decode(Date.self) { return recordedAt }
@@ -36,7 +36,7 @@ struct AppendFromMemoryTests {
 
     /// A few readings of the database's clock, as reads would give: the estimate keeps the one with the shortest
     /// round trip, so a loaded machine's slow answer does not leave it far off.
-    private func readTheClock(_ memory: RecentStreams, _ client: PostgresClient) async throws {
+    private func readTheClock(_ memory: RecentStreams, _ client: SessionPool) async throws {
         for _ in 0..<5 {
             let sentAt = memory.nodeClock()
             memory.observe(databaseClock: try await databaseClock(client), sentAt: sentAt)

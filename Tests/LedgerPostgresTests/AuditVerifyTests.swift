@@ -129,7 +129,7 @@ struct AuditVerifyTests {
 
     /// Replaces one event's data and re-seals it and every later event of its order, as a careful attacker would.
     func rewriteConsistently(
-        _ client: PostgresClient, orderId: String, version: Int, edit: (JSONValue) -> JSONValue
+        _ client: SessionPool, orderId: String, version: Int, edit: (JSONValue) -> JSONValue
     ) async throws {
         var previous: [UInt8]?
         var statements: [PostgresQuery] = []
@@ -158,7 +158,7 @@ struct AuditVerifyTests {
 
     /// Seals until sealing reaches the broken event and refuses it (or 120 s pass): sealing stops below the oldest
     /// transaction open anywhere in the cluster, and the other tests keep transactions open in their own databases.
-    func sealUntilRefused(_ client: PostgresClient) async throws -> SealRefused? {
+    func sealUntilRefused(_ client: SessionPool) async throws -> SealRefused? {
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             do {

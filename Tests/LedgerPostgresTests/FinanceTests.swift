@@ -14,7 +14,7 @@ private func record(_ orderId: String, _ lifecycle: Lifecycle, steps: Int, on le
 
 /// Moves a projection's times, as if the events had been recorded then. Revenue is served from these indexed
 /// projection columns; the events themselves stay untouched (and append-only).
-private func setProjection(_ client: PostgresClient, _ orderId: String, _ column: String, _ time: String) async throws {
+private func setProjection(_ client: SessionPool, _ orderId: String, _ column: String, _ time: String) async throws {
     try await client.query("UPDATE orders SET \(unescaped: column) = \(time)::timestamptz WHERE order_id = \(orderId)")
 }
 

@@ -65,7 +65,7 @@ struct HotStatementPlanTests {
 
     /// `count` events, streams, orders and transaction bindings of other orders, copied from `orderId`'s rows,
     /// written straight into the tables (no ANALYZE).
-    static func burst(_ count: Int, copying orderId: String, on owner: PostgresClient) async throws {
+    static func burst(_ count: Int, copying orderId: String, on owner: SessionPool) async throws {
         try await owner.query(
             """
             INSERT INTO events (order_id, version, event_id, type, data, metadata, recorded_at, canonical, hash)

@@ -77,7 +77,7 @@ struct MigratorTests {
         }
     }
 
-    static func tableExists(_ table: String, _ client: PostgresClient) async throws -> Bool {
+    static func tableExists(_ table: String, _ client: SessionPool) async throws -> Bool {
         for try await exists in try await client.query("SELECT to_regclass(\(table)) IS NOT NULL").decode(Bool.self) {
             return exists
         }

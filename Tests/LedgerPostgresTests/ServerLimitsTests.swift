@@ -80,7 +80,7 @@ struct ServerLimitsTests {
     }
 
     /// What a session of `client` shows for statement_timeout, lock_timeout and idle_in_transaction_session_timeout.
-    static func shown(_ client: PostgresClient) async throws -> [String?] {
+    static func shown(_ client: SessionPool) async throws -> [String?] {
         var shown: [String?] = []
         for setting in ["statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"] {
             shown.append(try await firstText("SHOW \(unescaped: setting)", on: client))

@@ -145,7 +145,7 @@ struct ServiceRoleTests {
         }
     }
 
-    private func rowCounts(_ client: PostgresClient) async throws -> [Int] {
+    private func rowCounts(_ client: SessionPool) async throws -> [Int] {
         let store = EventStore(client: client)
         var counts: [Int] = []
         for table in ["events", "orders", "order_transactions", "streams", "refusals", "ledger_digests", "api_tokens"] {

@@ -12,7 +12,7 @@ import Testing
 @Suite("Replicas: the feed on a streaming standby")
 struct StandbyFeedTests {
     static func withPrimaryAndStandby(
-        _ body: @Sendable @escaping (_ onPrimary: PostgresClient, _ onStandby: PostgresClient) async throws -> Void
+        _ body: @Sendable @escaping (_ onPrimary: SessionPool, _ onStandby: SessionPool) async throws -> Void
     ) async throws {
         try await StreamingStandby.withPrimaryAndStandby { onPrimary, onStandby, _ in try await body(onPrimary, onStandby) }
     }

@@ -7,7 +7,7 @@ extension TestDatabase {
     /// on its sessions (`ServerLimits`). The owner's client has none.
     public static func withOwnerAndService<T: Sendable>(
         limits: ServerLimits, poolSize: Int = 4,
-        _ body: @Sendable @escaping (_ owner: PostgresClient, _ service: PostgresClient) async throws -> T
+        _ body: @Sendable @escaping (_ owner: SessionPool, _ service: SessionPool) async throws -> T
     ) async throws -> T {
         try await withFresh(poolSize: poolSize) { database, _ in
             try await database.withClient { owner in
@@ -20,7 +20,7 @@ extension TestDatabase {
 }
 
 /// The first text column of the first row of `query`, or nil when there is none.
-public func firstText(_ query: PostgresQuery, on client: PostgresClient) async throws -> String? {
+public func firstText(_ query: PostgresQuery, on client: SessionPool) async throws -> String? {
     try await client.query(query, logger: .init(label: "test")) { rows in
         for try await value in rows.decode(String.self) { return value }
         return nil

@@ -20,7 +20,7 @@ public func recordHappyOrders(_ count: Int, prefix: String = "order", on ledger:
 
 /// Runs statements as the superuser with the append-only trigger switched off: how the tamper tests play the
 /// attacker the audit must catch.
-public func tamper(_ client: PostgresClient, _ statements: [PostgresQuery]) async throws {
+public func tamper(_ client: SessionPool, _ statements: [PostgresQuery]) async throws {
     try await client.withTransaction(logger: .init(label: "tamper")) { connection in
         try await connection.query("ALTER TABLE events DISABLE TRIGGER events_append_only", logger: .init(label: "tamper"))
         for statement in statements { try await connection.query(statement, logger: .init(label: "tamper")) }
@@ -30,7 +30,7 @@ public func tamper(_ client: PostgresClient, _ statements: [PostgresQuery]) asyn
 
 /// Seals until the digest covers `events` events (or 120 s pass). Sealing stops below the oldest transaction open
 /// anywhere in the cluster, and the other tests keep transactions open in their own databases.
-public func sealUntil(_ events: Int64, _ client: PostgresClient) async throws -> DigestCheckpoint? {
+public func sealUntil(_ events: Int64, _ client: SessionPool) async throws -> DigestCheckpoint? {
     let digests = LedgerDigests(client: client)
     let deadline = ContinuousClock.now + .seconds(120)
     while true {

@@ -7,7 +7,7 @@ import PostgresNIO
 /// backup of it would copy every test's database.
 public enum StreamingStandby {
     public static func withPrimaryAndStandby<T: Sendable>(
-        _ body: @Sendable @escaping (_ primary: PostgresClient, _ standby: PostgresClient, _ standbyCluster: EmbeddedPostgres) async throws -> T
+        _ body: @Sendable @escaping (_ primary: SessionPool, _ standby: SessionPool, _ standbyCluster: EmbeddedPostgres) async throws -> T
     ) async throws -> T {
         let base = URL(fileURLWithPath: "/tmp/olr-" + UUID().uuidString.prefix(8).lowercased())
         let primaryCluster = EmbeddedPostgres(dataDirectory: base.appendingPathComponent("p"))

@@ -18,8 +18,10 @@ public enum TestDatabase {
     /// Started once per process; every test awaits the same task.
     static let cluster = Task<EmbeddedPostgres, any Error> {
         removeClustersOfEndedRuns()
-        // Every suite runs at once, each test with a pool of its own, some with three `serve` nodes beside it.
-        let cluster = EmbeddedPostgres(dataDirectory: dataDirectory, maximumConnections: 500)
+        // Every suite runs at once, each test with a pool of its own, some with three `serve` nodes beside it. With 500,
+        // the cluster refused sessions for much of the suite's first minute (thousands of "too many clients"), and a
+        // pool that had none could wait minutes for one.
+        let cluster = EmbeddedPostgres(dataDirectory: dataDirectory, maximumConnections: 1000)
         if try cluster.start() {
             clusterToStopAtExit = cluster
             atexit {
@@ -59,7 +61,7 @@ public enum TestDatabase {
 
     /// Runs `body` against a fresh, migrated database of its own, as its owner; drops it afterwards.
     public static func withClient<T: Sendable>(
-        poolSize: Int = 40, _ body: @Sendable @escaping (PostgresClient) async throws -> T
+        poolSize: Int = 40, _ body: @Sendable @escaping (SessionPool) async throws -> T
     ) async throws -> T {
         try await withFresh(poolSize: poolSize) { database, _ in try await database.withClient(body) }
     }
@@ -67,7 +69,7 @@ public enum TestDatabase {
     /// Runs `body` with two clients to one fresh database: its owner's (set-up, tokens) and the least-privileged
     /// service role's, the one `serve` connects as.
     public static func withOwnerAndService<T: Sendable>(
-        poolSize: Int = 40, _ body: @Sendable @escaping (_ owner: PostgresClient, _ service: PostgresClient) async throws -> T
+        poolSize: Int = 40, _ body: @Sendable @escaping (_ owner: SessionPool, _ service: SessionPool) async throws -> T
     ) async throws -> T {
         try await withFresh(poolSize: poolSize) { database, _ in
             try await database.withClient { owner in
@@ -80,7 +82,7 @@ public enum TestDatabase {
 
     /// Runs `body` with the URL of a fresh, migrated database (for driving the `ledger` binary), and a client to it.
     public static func withURL<T: Sendable>(
-        _ body: @Sendable @escaping (_ url: String, _ client: PostgresClient) async throws -> T
+        _ body: @Sendable @escaping (_ url: String, _ client: SessionPool) async throws -> T
     ) async throws -> T {
         let socketDirectory = try await cluster.value.socketDirectory.path
         return try await withFresh(poolSize: 40) { database, name in
@@ -129,7 +131,7 @@ public enum TestDatabase {
     }
 
     /// Statements that must run outside any test database (CREATE/DROP DATABASE).
-    static func admin(_ cluster: EmbeddedPostgres, _ body: @Sendable @escaping (PostgresClient) async throws -> Void) async throws {
+    static func admin(_ cluster: EmbeddedPostgres, _ body: @Sendable @escaping (SessionPool) async throws -> Void) async throws {
         var configuration = cluster.configuration(database: "postgres")
         configuration.options.maximumConnections = 2
         try await Database(configuration: configuration).withClient(body)

@@ -5,10 +5,10 @@ import PostgresNIO
 
 /// Reads sealed events for auditing, page by page, so memory stays flat however long the log is.
 struct AuditLog: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.audit")) {
         self.client = client
         self.logger = logger
     }

@@ -40,10 +40,10 @@ public enum ConcurrentSealing: Sendable {
 
 /// Reads and extends the digest checkpoints (`ledger_digests`).
 struct LedgerDigests: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.digest")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.digest")) {
         self.client = client
         self.logger = logger
     }

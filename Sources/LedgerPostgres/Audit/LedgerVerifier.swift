@@ -6,10 +6,10 @@ import PostgresNIO
 /// `ledger verify`: recomputes every event's seal and the running digest in one pass over the feed, then folds
 /// every order and compares the fold with the stored projections. Memory stays flat: both passes read in pages.
 struct LedgerVerifier: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.verify")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.verify")) {
         self.client = client
         self.logger = logger
     }

@@ -15,7 +15,7 @@ struct OrderFolds: Sendable {
         let error: any Error
     }
 
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
     /// What to do with an unreadable event: rethrow to stop, or note it and return to fold the order without it.
     var unreadable: @Sendable (UnreadableEvent) throws -> Void = { throw $0.error }

@@ -11,7 +11,7 @@ struct ProjectionIndexes: Sendable {
 
     static let tables = ["orders", "order_transactions"]
 
-    static func read(client: PostgresClient, logger: Logger) async throws -> ProjectionIndexes {
+    static func read(client: SessionPool, logger: Logger) async throws -> ProjectionIndexes {
         var statements: [String] = []
         for table in tables {
             let rows = try await client.query(
@@ -48,7 +48,7 @@ struct ProjectionIndexes: Sendable {
     /// different sessions: adding one locks its table against the other sessions' index builds until it commits.
     /// PostgreSQL's parallel workers are off: the sessions are the parallelism, and on a 2-core machine two sessions
     /// built the indexes in 430–610 ms against 640–725 ms for one session with workers (BENCHMARKS.md, stop 33).
-    func create(on client: PostgresClient, sessions: Int) async throws {
+    func create(on client: SessionPool, sessions: Int) async throws {
         let ordered = statements.filter { $0.hasPrefix("ALTER TABLE") } + statements.filter { !$0.hasPrefix("ALTER TABLE") }
         let count = max(1, min(sessions, ordered.count))
         let shares = (0..<count).map { session in stride(from: session, to: ordered.count, by: count).map { ordered[$0] } }

@@ -49,10 +49,10 @@ public struct ProjectionRebuild: Sendable {
         public var elapsed: Duration
     }
 
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.rebuild")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.rebuild")) {
         self.client = client
         self.logger = logger
     }

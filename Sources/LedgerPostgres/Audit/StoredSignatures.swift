@@ -27,10 +27,10 @@ public struct StoredProviderMessage: Sendable, Hashable {
 
 /// Reads every stored signed message for `ledger verify --signatures`, one at a time (memory holds one).
 struct StoredSignatures: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.audit")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.audit")) {
         self.client = client
         self.logger = logger
     }

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import PostgresNIO
-import Synchronization
 
 /// Where the ledger's PostgreSQL is: the URL an operator gave, or the embedded cluster in the data directory.
 public struct Database: Sendable {
@@ -46,15 +45,6 @@ public struct Database: Sendable {
         let parameters = Self.servicePlanning + Self.serverKeepAlive + [("application_name", NodeSchema.applicationName)]
         configuration.options.additionalStartupParameters.removeAll { name, _ in parameters.contains { $0.0 == name } }
         configuration.options.additionalStartupParameters.append(contentsOf: parameters)
-        // Every session stays open and the pool pings none while idle: PostgresNIO's pool otherwise starts two timers
-        // (its idle timeout above the minimum, its keep-alive) each time a connection goes back to it, each a task
-        // group and a libdispatch timer — per request, a third of serve's CPU for a history read (BENCHMARKS.md).
-        // PostgreSQL's own TCP keep-alives (`serverKeepAlive`) keep an idle session's path open through NAT and
-        // firewalls instead, at no cost per request. A session PostgreSQL dropped is found by the next statement on
-        // it, which fails (and the pool reconnects); one that hangs is closed at the request's deadline
-        // (`withConnection(within:)`).
-        configuration.options.minimumConnections = configuration.options.maximumConnections
-        configuration.options.keepAliveBehavior = nil
         return configuration
     }
 
@@ -108,32 +98,18 @@ public struct Database: Sendable {
             tls: .disable)
     }
 
-    /// Runs `body` with a running client, then shuts the client down.
+    /// Runs `body` with a pool of sessions to this database, then closes the pool.
     public func withClient<T: Sendable>(
-        logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (PostgresClient) async throws -> T
+        logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (SessionPool) async throws -> T
     ) async throws -> T {
-        let client = PostgresClient(configuration: configuration, backgroundLogger: Self.quieterLogger(logger))
-        // Not a child task: the pool's `run()` ends only when every lease has, and work a deadline abandoned on a
-        // closed connection may never end (`withConnection(within:)`): the caller waits for the pool a little, not
-        // forever.
-        let running = Task { await client.run() }
+        let client = SessionPool(configuration: configuration, backgroundLogger: Self.quieterLogger(logger))
         do {
             let result = try await body(client)
-            await Self.stop(running, waitingAtMost: .seconds(5))
+            await client.close()
             return result
         } catch {
-            await Self.stop(running, waitingAtMost: .seconds(5))
+            await client.close()
             throw error
-        }
-    }
-
-    /// Cancels the pool's run (it closes its connections) and waits for it to end, at most `limit`.
-    private static func stop(_ running: Task<Void, Never>, waitingAtMost limit: Duration) async {
-        running.cancel()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resume = ResumeOnce(continuation)
-            Task { await running.value; resume() }
-            Task { try? await Task.sleep(for: limit); resume() }
         }
     }
 }
@@ -155,16 +131,8 @@ extension Database {
     }
 }
 
-/// Resumes a continuation on the first call only.
-private final class ResumeOnce: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
-    func callAsFunction() { continuation.withLock { $0.take() }?.resume() }
-}
-
 extension Database {
-    /// The pool's own logger: errors only. At lower levels it warns whenever a lease races the start of `run()`,
-    /// which every short command does, and which is harmless (the lease waits for the pool).
+    /// The pool's own logger: errors only (PostgresNIO logs each session's opening and closing below that).
     public static func quieterLogger(_ logger: Logger) -> Logger {
         var logger = logger
         logger.logLevel = max(logger.logLevel, .error)

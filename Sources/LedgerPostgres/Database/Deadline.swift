@@ -5,8 +5,8 @@ import PostgresNIO
 import Synchronization
 
 /// How long the service's database work may take before the caller is answered 503 and retries. An outage must
-/// never hold a request: while PostgreSQL is down the pool keeps requests waiting for a connection (up to a minute),
-/// and a query on a connection PostgreSQL dropped mid-transaction has been seen to wait forever.
+/// never hold a request: a session can take up to its connect timeout to open when PostgreSQL does not answer, and a
+/// query on a connection PostgreSQL dropped mid-transaction has been seen to wait forever.
 public enum Deadline {
     /// For a request's work: an append, a read, a token check, a revenue report, the anomalies (a reconciliation has
     /// none: it streams a whole provider file through one connection). `serve --database-deadline` sets it (5 s) for
@@ -39,10 +39,10 @@ public struct DatabaseTimeout: Error, CustomStringConvertible {
     public var description: String { "the database did not answer within \(limit)" }
 }
 
-extension PostgresClient {
+extension SessionPool {
     /// Leases a connection and runs `body` on it, giving up after `limit` (when there is one) with `DatabaseTimeout`:
-    /// a wait for a connection is cancelled, and a connection still in use is closed. `body` must finish with its
-    /// rows inside.
+    /// a wait for a connection is cancelled, and a connection still in use is closed and forgotten by the pool (its
+    /// slot is free at once). `body` must finish with its rows inside.
     ///
     /// The work runs in a task of its own, and the caller is answered at the deadline without waiting for it:
     /// PostgresNIO's queries ignore cancellation, and when PostgreSQL shuts down in the middle of a transaction a
@@ -74,7 +74,10 @@ extension PostgresClient {
                 // The answer first: closing the connection fails its query at once, and that error is not the answer.
                 answer.give(.failure(DatabaseTimeout(limit: limit)))
                 work.cancel()
-                inUse.connection.withLock { $0 }?.close().whenComplete { _ in }
+                if let connection = inUse.connection.withLock({ $0 }) {
+                    SessionPool.close(connection)
+                    self.forget(connection)
+                }
             })
         }
     }
@@ -114,7 +117,7 @@ private final class FirstAnswer<T: Sendable>: Sendable {
     }
 }
 
-extension PostgresClient {
+extension SessionPool {
     /// Runs one query and reads its rows, within `Deadline.remaining` when there is a deadline.
     public func query<T: Sendable>(
         _ query: PostgresQuery, logger: Logger, reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T

@@ -17,13 +17,13 @@ import PostgresNIO
 /// also serves the sealer (one session while it seals) and the operator's work. A caller on no loop with a pool of its own (a command,
 /// a test, the sealer's thread) uses the first pool.
 public struct EventLoopPools: Sendable {
-    private let pools: [(loop: (any EventLoop)?, client: PostgresClient)]
+    private let pools: [(loop: (any EventLoop)?, client: SessionPool)]
 
     /// The fewest sessions a pool is given.
     static let minimumSessions = 4
 
     /// All sessions in one pool: the commands', and any ledger not run by `serve`.
-    init(_ client: PostgresClient) {
+    init(_ client: SessionPool) {
         pools = [(nil, client)]
     }
 
@@ -34,8 +34,7 @@ public struct EventLoopPools: Sendable {
         pools = zip(loops, shares).map { loop, sessions in
             var configuration = configuration
             configuration.options.maximumConnections = sessions
-            configuration.options.minimumConnections = min(configuration.options.minimumConnections, sessions)
-            return (loop, PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: backgroundLogger))
+            return (loop, SessionPool(configuration: configuration, eventLoopGroup: loop, backgroundLogger: backgroundLogger))
         }
     }
 
@@ -47,10 +46,10 @@ public struct EventLoopPools: Sendable {
     }
 
     /// The first pool, the one of callers on no loop of the group.
-    var first: PostgresClient { pools[0].client }
+    var first: SessionPool { pools[0].client }
 
     /// The pool whose sessions live on the caller's event loop; the first when the caller runs on none of them.
-    var current: PostgresClient {
+    var current: SessionPool {
         for pool in pools.dropFirst() where pool.loop?.inEventLoop == true { return pool.client }
         return pools[0].client
     }

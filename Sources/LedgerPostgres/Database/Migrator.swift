@@ -9,7 +9,7 @@ import PostgresNIO
 /// and records each one's name and checksum. Refuses to go on when a file that was already applied has changed:
 /// the database would no longer be what `schema/` says.
 public struct Migrator: Sendable {
-    public let client: PostgresClient
+    public let client: SessionPool
     public let logger: Logger
     public let migrations: [Migration]
     /// Applies new migrations even while `serve` nodes of an older schema are connected (`NodeSchema`): for a
@@ -17,7 +17,7 @@ public struct Migrator: Sendable {
     public let allowOlderNodes: Bool
 
     public init(
-        client: PostgresClient, migrations: [Migration] = Migration.all, allowOlderNodes: Bool = false,
+        client: SessionPool, migrations: [Migration] = Migration.all, allowOlderNodes: Bool = false,
         logger: Logger = Logger(label: "ledger.migrate")
     ) {
         self.client = client

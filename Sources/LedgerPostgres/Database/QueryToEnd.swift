@@ -11,7 +11,7 @@ extension PostgresConnection {
     }
 }
 
-extension PostgresClient {
+extension SessionPool {
     /// `PostgresConnection.queryToEnd`, on a connection of the pool.
     func queryToEnd(_ query: PostgresQuery, logger: Logger) async throws {
         for try await _ in try await self.query(query, logger: logger) {}

@@ -152,10 +152,10 @@ public struct Anomaly: Sendable, Hashable {
 
 /// Finds anomalies in the projections and the refusal log; read-only.
 struct AnomalyFinder: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.finance")) {
         self.client = client
         self.logger = logger
     }

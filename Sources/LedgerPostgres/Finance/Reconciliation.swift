@@ -44,11 +44,11 @@ public struct ReconciliationSummary: Sendable, Hashable {
 /// temporary table of the connection, the comparison is one query whose rows stream back, so memory stays flat
 /// however long the file is. A transaction listed twice (paid, then refunded) counts as its refunded line.
 struct Reconciliation: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
     static let batchSize = 5000
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.finance")) {
         self.client = client
         self.logger = logger
     }

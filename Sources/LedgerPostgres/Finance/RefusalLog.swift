@@ -7,10 +7,10 @@ import PostgresNIO
 /// Finance reads it for `refused_grant` anomalies: a wrong-account or double-credit attempt is visible there, not only
 /// to the caller that got the 409.
 struct RefusalLog: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.refusals")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.refusals")) {
         self.client = client
         self.logger = logger
     }

@@ -51,10 +51,10 @@ public enum FinanceError: Error, Sendable, Hashable, CustomStringConvertible {
 /// events. A grant counts on the day of its recorded time in `timeZone`, a refund on the day of its own, so a refund
 /// in a later period than its grant lowers that later period.
 struct RevenueReport: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.finance")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.finance")) {
         self.client = client
         self.logger = logger
     }

@@ -10,7 +10,7 @@ public struct Finance: Sendable {
     let logger: Logger
 
     /// The pool of the caller's event loop (`EventLoopPools`).
-    var client: PostgresClient { pools.current }
+    var client: SessionPool { pools.current }
 
     /// Granted, refunded and net per group over `from`…`to` (both included), days in `timeZone` (`RevenueReport`).
     public func revenue(from: PeriodBound, to: PeriodBound, groupBy: [RevenueDimension], timeZone: String) async throws -> [RevenueRow] {

@@ -15,7 +15,7 @@ public struct Ledger: Sendable {
     /// The streams this node wrote last (`RecentStreams`), shared by every request.
     let recentStreams: RecentStreams
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger"), recentStreams: RecentStreams = RecentStreams()) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger"), recentStreams: RecentStreams = RecentStreams()) {
         self.init(pools: EventLoopPools(client), logger: logger, recentStreams: recentStreams)
     }
 
@@ -32,7 +32,7 @@ public struct Ledger: Sendable {
 
     /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
     /// they return confirms nothing — a replica's may lag — so a cached token is confirmed on the primary instead.
-    static func reading(from replica: PostgresClient, logger: Logger = Logger(label: "ledger")) -> Ledger {
+    static func reading(from replica: SessionPool, logger: Logger = Logger(label: "ledger")) -> Ledger {
         Ledger(pools: EventLoopPools(replica), logger: logger, confirmsTokens: false)
     }
 
@@ -41,5 +41,5 @@ public struct Ledger: Sendable {
         EventStore(client: pools.current, logger: logger, confirmsTokens: confirmsTokens, recentStreams: recentStreams)
     }
 
-    var client: PostgresClient { pools.current }
+    var client: SessionPool { pools.current }
 }

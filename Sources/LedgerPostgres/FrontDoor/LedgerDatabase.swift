@@ -18,7 +18,7 @@ public struct LedgerDatabase: Service {
     public let operations: Operations
     public let recovery: RecoverySchedule
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger")) {
         self.init(pools: EventLoopPools(client), logger: logger)
     }
 
@@ -32,7 +32,7 @@ public struct LedgerDatabase: Service {
     }
 
     /// The first pool (`EventLoopPools.first`).
-    var client: PostgresClient { pools.first }
+    var client: SessionPool { pools.first }
 
     /// Runs the pools until the task is cancelled or the service group shuts down.
     public func run() async throws {

@@ -10,7 +10,7 @@ public struct Operations: Sendable {
     let logger: Logger
 
     /// The pool of the caller's event loop (`EventLoopPools`).
-    var client: PostgresClient { pools.current }
+    var client: SessionPool { pools.current }
 
     // MARK: Readiness
 

@@ -15,7 +15,7 @@ public struct RecoverySchedule: Sendable {
     let logger: Logger
 
     /// The pool of the caller's event loop (`EventLoopPools`).
-    var client: PostgresClient { pools.current }
+    var client: SessionPool { pools.current }
 
     /// Enters every order the rules say may be lost: a receipt unverified or a retryable verification failure for
     /// `plan.receiptUnverifiedAfter`, a queued payment with nothing for `plan.paymentUnansweredAfter` — of a

@@ -30,7 +30,7 @@ public final class ReadReplicas: Sendable {
     }
 
     public let replicas: [Replica]
-    let primary: PostgresClient
+    let primary: SessionPool
     public let maximumLag: Duration
     public let readYourWritesWait: Duration
     let checkInterval: Duration
@@ -40,7 +40,7 @@ public final class ReadReplicas: Sendable {
 
     /// `replicas` are named `replica-1`, `replica-2`… in the order given.
     init(
-        primary: PostgresClient, replicas: [PostgresClient], maximumLag: Duration = .seconds(5),
+        primary: SessionPool, replicas: [SessionPool], maximumLag: Duration = .seconds(5),
         readYourWritesWait: Duration = .seconds(1), checkInterval: Duration = .milliseconds(250),
         logger: Logger = Logger(label: "ledger.replicas")
     ) {
@@ -62,7 +62,7 @@ public final class ReadReplicas: Sendable {
         let clients = try urls.map { url in
             var configuration = try Database.configuration(fromURL: url)
             configuration.options.maximumConnections = poolSize
-            return PostgresClient(
+            return SessionPool(
                 configuration: Database(configuration: configuration).serviceConfiguration(limits: limits),
                 backgroundLogger: Database.quieterLogger(logger))
         }
@@ -149,7 +149,7 @@ public final class ReadReplicas: Sendable {
     }
 
     /// A WAL position (`pg_lsn`, "16/B374D848"), as the number it stands for.
-    private static func position(_ sql: String, on client: PostgresClient, logger: Logger) async throws -> UInt64 {
+    private static func position(_ sql: String, on client: SessionPool, logger: Logger) async throws -> UInt64 {
         try await client.withConnection(within: .seconds(1)) { connection in
             for try await text in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
                 let halves = text.split(separator: "/")

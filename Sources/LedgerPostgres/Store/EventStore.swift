@@ -7,7 +7,7 @@ import PostgresNIO
 /// its append, one or two statements with the order projection written inline, is a step of the append path
 /// (Append/).
 struct EventStore: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
     /// Whether the token epoch its reads return confirms the request's cached token (`TokenConfirmation`). Not on a
     /// replica: its epoch may lag the primary's, and a revoked token must be refused on its next request.
@@ -19,7 +19,7 @@ struct EventStore: Sendable {
     static let raceRetries = 8
 
     init(
-        client: PostgresClient, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true,
+        client: SessionPool, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true,
         recentStreams: RecentStreams = RecentStreams()
     ) {
         self.client = client

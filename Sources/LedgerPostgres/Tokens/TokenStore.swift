@@ -72,10 +72,10 @@ public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
 /// signal about the secret. `serve` keeps valid tokens in a `TokenCache`, which still refuses a revoked token on its
 /// next request.
 struct TokenStore: Sendable {
-    let client: PostgresClient
+    let client: SessionPool
     let logger: Logger
 
-    init(client: PostgresClient, logger: Logger = Logger(label: "ledger.tokens")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.tokens")) {
         self.client = client
         self.logger = logger
     }

@@ -1,0 +1,367 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// The ledger's pool of PostgreSQL sessions: at most `configuration.options.maximumConnections`, opened when a lease
+/// finds none idle, kept open while they work, and never pinged or timed: a lease and a release each take one lock and
+/// start nothing. PostgreSQL's own TCP keep-alives (`Database.serverKeepAlive`) keep an idle session's path open.
+///
+/// Why not PostgresNIO's `PostgresClient`: its pool (1.33) traps on a precondition when, after PostgreSQL restarted
+/// under load, it holds fewer sessions than its minimum and a lease finds none idle — it drops, without replacing, the
+/// sessions that failed while it retried one — and without a minimum it starts a timer on every release (a third of a
+/// history read's CPU, and a libdispatch crash in CI). It also queued every lease while retrying a failed connection,
+/// idle sessions or not. This pool keeps no minimum, so it has nothing to trap on after an outage.
+///
+/// When PostgreSQL refuses a new session, the pool tries again (after 100 ms, a quarter longer each time, at most 5 s)
+/// while leases wait, which are also served by the pool's other sessions as they come back. With no session in use it
+/// fails the waiting leases with PostgreSQL's reason once it has tried for `givingUpAfter` (a minute, as PostgresNIO's
+/// pool did; in `serve` a request's own deadline, `withConnection(within:)`, ends its wait first: the API answers 503).
+/// A session PostgreSQL dropped is forgotten when it comes back to the pool or is found idle; a session a deadline
+/// closed mid-query is forgotten at once (`forget`), so a query stuck on it costs the pool no slot.
+public final class SessionPool: Service, Sendable {
+    public let configuration: PostgresClient.Configuration
+    private let connection: PostgresConnection.Configuration
+    private let maximum: Int
+    /// How long the pool keeps trying to open a session while it has none in use, before it fails the waiting leases.
+    private let givingUpAfter: TimeAmount
+    private let eventLoops: any EventLoopGroup
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    /// Sessions connect on `eventLoopGroup`'s loops (`serve` gives each pool a loop of its own, `EventLoopPools`).
+    /// TLS is not negotiated (`Database.configuration(fromURL:)`): the database is on loopback or a private network.
+    public init(
+        configuration: PostgresClient.Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        backgroundLogger: Logger = Logger(label: "ledger.db"), givingUpAfter: Duration = .seconds(60)
+    ) {
+        self.configuration = configuration
+        self.connection = Self.connectionConfiguration(configuration)
+        self.maximum = max(1, configuration.options.maximumConnections)
+        self.givingUpAfter = TimeAmount(givingUpAfter)
+        self.eventLoops = eventLoopGroup
+        self.logger = backgroundLogger
+    }
+
+    /// Runs `body` with a session of the pool, and gives it back after.
+    public func withConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await lease()
+        defer { release(connection) }
+        return try await body(connection)
+    }
+
+    /// `withConnection`, inside a transaction: committed when `body` returns, rolled back when it throws.
+    public func withTransaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
+        let connection = try await lease()
+        defer { release(connection) }
+        return try await connection.withTransaction(logger: logger, body)
+    }
+
+    /// Runs one statement on a session of the pool; the session goes back once its rows are read to the end (or
+    /// dropped). Read them to the end: a statement's error reaches only a caller that does.
+    @discardableResult
+    public func query(_ query: PostgresQuery, logger: Logger? = nil, file: String = #fileID, line: Int = #line) async throws -> PooledRows {
+        let connection = try await lease()
+        let lease = Lease(pool: self, connection: connection)
+        let rows = try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line)
+        return PooledRows(rows: rows, lease: lease)
+    }
+
+    /// Until the task is cancelled or the service group shuts down; then stops the pool (`close`). Leases need no
+    /// `run` to be served.
+    public func run() async {
+        await withTaskCancellationOrGracefulShutdownHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let closed = state.withLock { state in
+                    if !state.closed { state.running = continuation }
+                    return state.closed
+                }
+                if closed { continuation.resume() }
+            }
+        } onCancelOrGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    /// Stops the pool and returns once its idle sessions have closed: later leases fail with `SessionPoolClosed`,
+    /// waiting ones too, and each leased session is closed when it comes back.
+    public func close() async {
+        for connection in stop() { try? await connection.closeFuture.get() }
+    }
+
+    /// `close`, without waiting: returns the idle sessions it is closing.
+    @discardableResult
+    private func stop() -> [PostgresConnection] {
+        let (waiters, idle, running) = state.withLock { state in
+            state.closed = true
+            defer { state.waiters = []; state.idle = []; state.running = nil }
+            return (state.waiters, state.idle, state.running)
+        }
+        for waiter in waiters { waiter.continuation.resume(throwing: SessionPoolClosed()) }
+        for connection in idle { Self.close(connection) }
+        running?.resume()
+        return idle
+    }
+
+    // MARK: Leases
+
+    /// An idle session, or the next one given back or opened.
+    func lease() async throws -> PostgresConnection {
+        if let connection = state.withLock({ $0.leaseIdle() }) { return connection }
+        let id = state.withLock { $0.nextWaiter() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let next = state.withLock { state -> Next in
+                    if state.closed { return .fail(SessionPoolClosed()) }
+                    if let connection = state.leaseIdle() { return .lease(connection) }
+                    // Checked inside the lock: a cancellation after it finds this waiter queued (`onCancel`).
+                    if Task.isCancelled { return .fail(CancellationError()) }
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    return state.shouldConnect(maximum: maximum) ? .connect : .wait
+                }
+                switch next {
+                case .lease(let connection): continuation.resume(returning: connection)
+                case .fail(let error): continuation.resume(throwing: error)
+                case .connect: connect()
+                default: break
+                }
+            }
+        } onCancel: {
+            state.withLock { $0.removeWaiter(id) }?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Gives a leased session back: to the longest waiting lease, else to the idle ones. A closed one is forgotten.
+    func release(_ connection: PostgresConnection) {
+        let next = state.withLock { state -> Next in
+            guard state.leased.remove(connection.id) != nil else { return .close(connection) }  // forgotten before
+            if state.closed { return .close(connection) }
+            if connection.isClosed { return state.shouldConnect(maximum: maximum) ? .connect : .wait }
+            if let waiter = state.popWaiter() {
+                state.leased.insert(connection.id)
+                return .hand(connection, to: waiter)
+            }
+            state.idle.append(connection)
+            return .wait
+        }
+        perform(next)
+    }
+
+    /// Forgets a leased session the caller has closed (a deadline's): its slot is free at once, whether or not the
+    /// work stuck on it ever gives it back.
+    func forget(_ connection: PostgresConnection) {
+        let next = state.withLock { state -> Next in
+            guard state.leased.remove(connection.id) != nil, !state.closed else { return .wait }
+            return state.shouldConnect(maximum: maximum) ? .connect : .wait
+        }
+        perform(next)
+    }
+
+    // MARK: Sessions
+
+    private func connect() {
+        let id = state.withLock { $0.nextConnection() }
+        var logger = logger
+        logger[metadataKey: "psql_connection_id"] = "\(id)"
+        PostgresConnection.connect(on: eventLoops.any(), configuration: connection, id: id, logger: logger).whenComplete { result in
+            self.perform(self.state.withLock { $0.connected(result, maximum: self.maximum, givingUpAfter: self.givingUpAfter) })
+        }
+    }
+
+    private func perform(_ next: Next) {
+        switch next {
+        case .hand(let connection, let waiter): waiter.continuation.resume(returning: connection)
+        case .failWaiters(let waiters, let error):
+            for waiter in waiters { waiter.continuation.resume(throwing: error) }
+        case .retry(after: let delay):
+            eventLoops.any().scheduleTask(in: delay) { self.connect() }
+        case .close(let connection): Self.close(connection)
+        case .connect: connect()
+        case .lease, .fail, .wait: break
+        }
+    }
+
+    /// Closes `connection`, holding it until its channel has closed (PostgresNIO asserts that a connection is closed
+    /// before it goes away).
+    static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    private static func connectionConfiguration(_ configuration: PostgresClient.Configuration) -> PostgresConnection.Configuration {
+        var connection = if let socket = configuration.unixSocketPath {
+            PostgresConnection.Configuration(
+                unixSocketPath: socket, username: configuration.username, password: configuration.password,
+                database: configuration.database)
+        } else {
+            PostgresConnection.Configuration(
+                host: configuration.host ?? "localhost", port: configuration.port ?? 5432, username: configuration.username,
+                password: configuration.password, database: configuration.database, tls: .disable)
+        }
+        connection.options.connectTimeout = TimeAmount(configuration.options.connectTimeout)
+        connection.options.requireBackendKeyData = configuration.options.requireBackendKeyData
+        connection.options.additionalStartupParameters = configuration.options.additionalStartupParameters
+        return connection
+    }
+
+    private static let silent = Logger(label: "ledger.db", factory: { _ in SwiftLogNoOpLogHandler() })
+}
+
+/// The pool is stopped (`serve` is shutting down, or a command has finished).
+public struct SessionPoolClosed: Error, CustomStringConvertible {
+    public var description: String { "the database session pool is closed" }
+}
+
+extension SessionPool {
+    fileprivate struct Waiter {
+        let id: Int
+        let continuation: CheckedContinuation<PostgresConnection, any Error>
+    }
+
+    /// What to do once the lock is released.
+    fileprivate enum Next {
+        case lease(PostgresConnection)
+        case fail(any Error)
+        case hand(PostgresConnection, to: Waiter)
+        case failWaiters([Waiter], any Error)
+        case retry(after: TimeAmount)
+        case close(PostgresConnection)
+        case connect
+        case wait
+    }
+
+    fileprivate struct State {
+        var idle: [PostgresConnection] = []
+        var leased: Set<PostgresConnection.ID> = []
+        var connecting = 0
+        var waiters: [Waiter] = []
+        var waiterIDs = 0
+        var connectionIDs = 0
+        var running: CheckedContinuation<Void, Never>?
+        var closed = false
+        /// While the pool has no session and cannot open one: since when, and how many attempts have failed.
+        var failingSince: NIODeadline?
+        var failedAttempts = 0
+
+        /// The most recently used idle session still open; those PostgreSQL closed meanwhile are forgotten.
+        mutating func leaseIdle() -> PostgresConnection? {
+            while let connection = idle.popLast() {
+                guard !connection.isClosed else { continue }
+                leased.insert(connection.id)
+                return connection
+            }
+            return nil
+        }
+
+        /// A new session is opened while more leases wait than sessions are being opened, up to the maximum.
+        mutating func shouldConnect(maximum: Int) -> Bool {
+            guard !closed, waiters.count > connecting, idle.count + leased.count + connecting < maximum else { return false }
+            connecting += 1
+            return true
+        }
+
+        mutating func connected(_ result: Result<PostgresConnection, any Error>, maximum: Int, givingUpAfter: TimeAmount) -> Next {
+            connecting -= 1
+            switch result {
+            case .success(let connection):
+                failingSince = nil
+                failedAttempts = 0
+                if closed { return .close(connection) }
+                if let waiter = popWaiter() {
+                    leased.insert(connection.id)
+                    return .hand(connection, to: waiter)
+                }
+                idle.append(connection)
+                return .wait
+            case .failure(let error):
+                // Tried again while leases wait that no opening session will serve, even when sessions are in use:
+                // their holders may be the very tasks waiting (a lease taken while holding another).
+                guard !closed, waiters.count > connecting else { return .wait }
+                let now = NIODeadline.now()
+                let since = failingSince ?? now
+                failedAttempts += 1
+                guard !leased.isEmpty || now - since < givingUpAfter else {
+                    failingSince = nil
+                    failedAttempts = 0
+                    defer { waiters = [] }
+                    return .failWaiters(waiters, error)
+                }
+                failingSince = since
+                connecting += 1
+                let backoff = 100 * pow(1.25, Double(min(failedAttempts - 1, 30)))
+                return .retry(after: .milliseconds(Int64(min(5_000, backoff))))
+            }
+        }
+
+        mutating func popWaiter() -> Waiter? {
+            waiters.isEmpty ? nil : waiters.removeFirst()
+        }
+
+        mutating func removeWaiter(_ id: Int) -> Waiter? {
+            guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return waiters.remove(at: index)
+        }
+
+        mutating func nextWaiter() -> Int {
+            waiterIDs += 1
+            return waiterIDs
+        }
+
+        mutating func nextConnection() -> Int {
+            connectionIDs += 1
+            return connectionIDs
+        }
+    }
+}
+
+/// A statement's rows, holding the pool's session until they are read to the end, fail, or are dropped.
+public struct PooledRows: AsyncSequence, Sendable {
+    public typealias Element = PostgresRow
+    fileprivate let rows: PostgresRowSequence
+    fileprivate let lease: Lease
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(rows: rows.makeAsyncIterator(), lease: lease)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        fileprivate var rows: PostgresRowSequence.AsyncIterator
+        fileprivate let lease: Lease
+
+        public mutating func next() async throws -> PostgresRow? {
+            do {
+                guard let row = try await rows.next() else {
+                    lease.end()
+                    return nil
+                }
+                return row
+            } catch {
+                lease.end()
+                throw error
+            }
+        }
+    }
+}
+
+/// A session leased for a statement's rows: given back once, when they end or when nothing holds them any more.
+/// PostgresNIO runs a session's statements one after the other, so one whose rows were dropped unread is finished
+/// before the next lease's statement starts.
+private final class Lease: Sendable {
+    let pool: SessionPool
+    let connection: PostgresConnection
+    private let ended = Atomic(false)
+
+    init(pool: SessionPool, connection: PostgresConnection) {
+        self.pool = pool
+        self.connection = connection
+    }
+
+    func end() {
+        guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        pool.release(connection)
+    }
+
+    deinit { end() }
+}
