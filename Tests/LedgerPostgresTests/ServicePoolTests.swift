@@ -59,7 +59,8 @@ struct ServicePoolTests {
             await #expect(throws: DatabaseTimeout.self) {
                 // Its session opened first, so that the deadline finds the work on it (a busy cluster can be slow to open one).
                 try await pool.withConnection(within: .seconds(120)) { _ in }
-                try await pool.withConnection(within: .seconds(1)) { _ in
+                // 5 s: time for the work's task to start on a machine busy with the whole suite.
+                try await pool.withConnection(within: .seconds(5)) { _ in
                     onItsSession.open()
                     await stuck.wait()
                 }
@@ -83,6 +84,18 @@ struct ServicePoolTests {
         let waited = ContinuousClock.now - started
         #expect(waited >= .seconds(1) && waited < .seconds(30), "failed after \(waited)")
         await pool.close()
+    }
+
+    /// Work a deadline gave up on before its task started is cancelled, and takes no session, not even an idle one.
+    @Test func aCancelledTaskIsGivenNoSession() async throws {
+        try await TestDatabase.withClient(poolSize: 1) { pool in
+            try await pool.query("SELECT 1")  // one idle session
+            let late = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await pool.withConnection { _ in true }
+            }
+            await #expect(throws: CancellationError.self) { try await late.value }
+        }
     }
 
     @Test func aClosedPoolLeasesNothing() async throws {

@@ -108,8 +108,10 @@ public final class SessionPool: Service, Sendable {
 
     // MARK: Leases
 
-    /// An idle session, or the next one given back or opened.
+    /// An idle session, or the next one given back or opened. A cancelled task gets none: work a deadline gave up on
+    /// before it started must not take a session (`withConnection(within:)` answered without it).
     func lease() async throws -> PostgresConnection {
+        try Task.checkCancellation()
         if let connection = state.withLock({ $0.leaseIdle() }) { return connection }
         let id = state.withLock { $0.nextWaiter() }
         return try await withTaskCancellationHandler {
