@@ -23,7 +23,7 @@ struct ServicePoolTests {
     }
 
     /// After PostgreSQL dropped every session and refused new ones for a while (a restart), the pool serves as many
-    /// leases at once as before, on new sessions, without being asked twice. PostgresNIO's pool trapped here: it had dropped, without replacing,
+    /// leases at once as before, on new sessions. PostgresNIO's pool trapped here: it had dropped, without replacing,
     /// the sessions that failed while it retried one, and then held fewer than its minimum.
     @Test func afterPostgreSQLDroppedEverySessionThePoolOpensThemAgainUpToItsMaximum() async throws {
         let (database, name) = try await TestDatabase.fresh(poolSize: 4)
