@@ -11,7 +11,7 @@ struct RequireScope: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.count > 7,
-              header.prefix(7).lowercased() == "bearer " else {
+              header.prefix(7).equalsIgnoringASCIICase("bearer ") else {
             throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
                            headers: [.wwwAuthenticate: "Bearer"])
         }

@@ -46,8 +46,7 @@ struct FinanceRoutes {
             throw APIError.invalidRequest(field: "provider", "provider must be one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let (from, to) = (try query.periodBound("from"), try query.periodBound("to"))
-        let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard contentType == "text/csv" else {
+        guard request.headers[.contentType]?.hasMediaType("text/csv") == true else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be text/csv", details: ["field": "Content-Type"])
         }
         let file = try await RequestBodyReader.collect(request, upTo: Self.maximumFileSize)

@@ -8,3 +8,22 @@ extension Substring {
         return text
     }
 }
+
+extension StringProtocol {
+    /// Whether this is `lowercase` in any letter case (header names, schemes and media types are case-insensitive),
+    /// compared byte by byte: `lowercased()` made a new string on every request.
+    func equalsIgnoringASCIICase(_ lowercase: String) -> Bool {
+        utf8.count == lowercase.utf8.count
+            && zip(utf8, lowercase.utf8).allSatisfy { byte, expected in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
+            }
+    }
+}
+
+extension StringProtocol where SubSequence == Substring {
+    /// Whether a `Content-Type` value or an `Accept` range names the media type `lowercase`, whatever its parameters
+    /// (`text/csv; charset=utf-8` is `text/csv`).
+    func hasMediaType(_ lowercase: String) -> Bool {
+        prefix { $0 != ";" }.trimmingOptionalWhitespace.equalsIgnoringASCIICase(lowercase)
+    }
+}

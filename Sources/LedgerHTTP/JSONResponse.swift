@@ -22,8 +22,7 @@ enum JSONResponse {
 
     /// Reads a JSON request body: the content type must be JSON, the size within the limit, the text valid JSON.
     static func readBody(_ request: Request) async throws -> JSONValue {
-        let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard contentType == "application/json" else {
+        guard request.headers[.contentType]?.hasMediaType("application/json") == true else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be application/json",
                            details: ["field": "Content-Type"])
         }

@@ -48,27 +48,30 @@ public enum LedgerApplication {
         return router
     }
 
-    /// HTTP/1.1, where a request the parser cannot read still gets the API's JSON error, and a connection that sends
-    /// no complete request part for `idleTimeout` is closed: an idle keep-alive, or one that trickles a header a byte at
-    /// a time (each held a file descriptor for good).
-    public static func server(idleTimeout: Duration? = defaultIdleTimeout) -> HTTPServerBuilder {
-        let timeout = idleTimeout.map { TimeAmount.nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) }
-        return .http1(configuration: .init(additionalChannelHandlers: [UnreadableRequestResponder()], idleTimeout: timeout))
+    /// HTTP/1.1, where a request the parser cannot read still gets the API's JSON error, a connection that sends
+    /// no complete request part for `idleTimeout` is closed (an idle keep-alive, or one that trickles a header a byte at
+    /// a time: each held a file descriptor for good), and a body must arrive within `bodyTimeout`.
+    public static func server(idleTimeout: Duration? = defaultIdleTimeout, bodyTimeout: Duration = defaultBodyTimeout) -> HTTPServerBuilder {
+        .http1(configuration: .init(
+            additionalChannelHandlers: [UnreadableRequestResponder(), RequestBodyDeadline(timeout: bodyTimeout)],
+            idleTimeout: idleTimeout.map(TimeAmount.init)))
     }
 
     /// `serve --idle-timeout`'s default.
     public static let defaultIdleTimeout: Duration = .seconds(30)
+    /// `serve --body-timeout`'s default.
+    public static let defaultBodyTimeout: Duration = .seconds(30)
 
     /// The HTTP application `serve` runs. Its database clients are not among its services: `serve` runs them in its
     /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).
     public static func make(
         database: LedgerDatabase, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
         replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil, idleTimeout: Duration? = defaultIdleTimeout,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        bodyTimeout: Duration = defaultBodyTimeout, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
             router: router(database: database, providers: providers, replicas: replicas, recoverer: recoverer),
-            server: server(idleTimeout: idleTimeout),
+            server: server(idleTimeout: idleTimeout, bodyTimeout: bodyTimeout),
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)

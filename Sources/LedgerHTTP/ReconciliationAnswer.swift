@@ -14,9 +14,7 @@ enum ReconciliationAnswer {
     /// True when the caller asks for CSV: the Accept header names `text/csv` (quality values are not weighed).
     static func wantsCSV(_ accept: String?) -> Bool {
         guard let accept else { return false }
-        return accept.split(separator: ",").contains { range in
-            range.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "text/csv"
-        }
+        return accept.split(separator: ",").contains { $0.hasMediaType("text/csv") }
     }
 
     /// Every row as CSV (`ReconciliationRow.csvHeader`, then one record per row), written as `reconcile` emits them.

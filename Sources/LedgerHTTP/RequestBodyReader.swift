@@ -3,34 +3,20 @@ import NIOCore
 
 /// Reads a request's body up to a limit. A body past it is a 413 naming the limit; when the client declared its size
 /// (`Content-Length`), it is refused before a byte of it is read, and the connection is closed rather than drained
-/// (a 100 MB body used to be read for 10 s before the answer).
-///
-/// A body must also arrive within `timeout` (`serve --body-timeout`): one sent a byte at a time kept its connection,
-/// since every byte read counts as activity for the idle timeout.
-public enum RequestBodyReader {
-    @TaskLocal public static var timeout: Duration = .seconds(30)
-
+/// (a 100 MB body used to be read for 10 s before the answer). A body that does not arrive in time
+/// (`RequestBodyDeadline`) is a 408.
+enum RequestBodyReader {
     static func collect(_ request: Request, upTo limit: Int) async throws -> ByteBuffer {
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
             throw tooLarge(limit)
         }
-        let timeout = Self.timeout
         do {
-            return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-                group.addTask {
-                    var request = request
-                    return try await request.collectBody(upTo: limit)
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let body = first else { throw tooSlow(timeout) }
-                return body
-            }
+            var request = request
+            return try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw tooLarge(limit)
+        } catch let late as RequestBodyTooSlow {
+            throw tooSlow(late.timeout)
         }
     }
 

@@ -74,7 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
             database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
-            recoverer: recoverer, idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil
+            recoverer: recoverer, idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil, bodyTimeout: .seconds(bodyTimeout)
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
@@ -97,9 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
-                try await RequestBodyReader.$timeout.withValue(.seconds(bodyTimeout)) {
-                    try await ServeServices.run(app: app, loops: loops, pools: pools, logger: logger)
-                }
+                try await ServeServices.run(app: app, loops: loops, pools: pools, logger: logger)
             }
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw CommandFailure("""

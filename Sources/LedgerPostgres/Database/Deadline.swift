@@ -68,9 +68,7 @@ extension SessionPool {
                 }
             }
             // A timer on an event loop, not a sleeping task: one per request, and cheap to cancel when the work answers.
-            let (seconds, attoseconds) = limit.components
-            let delay = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            answer.setDeadline(NIOSingletons.posixEventLoopGroup.any().scheduleTask(in: delay) {
+            answer.setDeadline(NIOSingletons.posixEventLoopGroup.any().scheduleTask(in: TimeAmount(limit)) {
                 // The answer first: closing the connection fails its query at once, and that error is not the answer.
                 answer.give(.failure(DatabaseTimeout(limit: limit)))
                 work.cancel()

@@ -1,0 +1,26 @@
+@testable import LedgerHTTP
+import Testing
+
+/// Header values are compared as HTTP says: media types and the auth scheme in any letter case, a media type whatever
+/// its parameters, optional whitespace aside.
+@Suite("HTTP: header values")
+struct HeaderTextTests {
+    @Test(arguments: [
+        ("application/json", true), ("Application/JSON", true), (" application/json ; charset=utf-8", true),
+        ("application/json;charset=UTF-8", true), ("\tAPPLICATION/json\t", true),
+        ("application/jsonx", false), ("application/json-seq", false), ("text/json", false), ("application/jso", false),
+        ("", false), ("application /json", false),
+    ])
+    func aMediaTypeIsMatchedInAnyCaseWithoutItsParameters(value: String, matches: Bool) {
+        #expect(value.hasMediaType("application/json") == matches)
+    }
+
+    @Test func theBearerSchemeIsMatchedInAnyCase() {
+        #expect("Bearer ".equalsIgnoringASCIICase("bearer "))
+        #expect("BEARER ".equalsIgnoringASCIICase("bearer "))
+        #expect(!"Bearer\t".equalsIgnoringASCIICase("bearer "))
+        #expect(!"Basic  ".equalsIgnoringASCIICase("bearer "))
+        // Only ASCII letters fold: "[" is "{" with bit 0x20 cleared, and must not match it.
+        #expect(!"[".equalsIgnoringASCIICase("{"))
+    }
+}
