@@ -9,7 +9,8 @@
    needs, database `ledger_bench_min`), pgbench on Message DB installed from its own scripts (messagedb.py, database
    `ledger_bench_mdb`; skipped without them), pgbench replaying the service's own statements (workload.py), then the service
    (`ledger serve`, release build, driven over loopback by wrk — wrkload.py; loadgen.py without wrk, and for the
-   preload) for single-event appends, 6-event batches and history reads;
+   preload) for single-event appends, 6-event batches and history reads; every timed phase right after a CHECKPOINT
+   (after_checkpoint), so that none inherits the write-back of the ones before it;
 4. `ledger rebuild` over >= 1,000,000 events vs `COPY (SELECT … ORDER BY position) TO STDOUT` through psql;
 5. one table on stdout, JSON in bench-results/latest.json. Exit status 1 if any phase failed.
 """
@@ -66,6 +67,28 @@ def sh(cmd, check=True, capture=True, env=None, as_postgres=False, **kw):
 def psql(url, sql, quiet=True):
     out = sh([pg_tool("psql"), url, "-X", "-v", "ON_ERROR_STOP=1", "-Atq", "-c", sql])
     return out.stdout.strip()
+
+
+def checkpoint_count(url):
+    """Checkpoints the server has started, timed or requested (pg_stat_checkpointer from PostgreSQL 17)."""
+    if int(psql(url, "SHOW server_version_num")) >= 170000:
+        return int(psql(url, "SELECT num_timed + num_requested FROM pg_stat_checkpointer"))
+    return int(psql(url, "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"))
+
+
+def after_checkpoint(url, run):
+    """Runs a timed phase right after a CHECKPOINT (untimed), and records in its result how many checkpoints started
+    during it. Every phase of the cluster then starts alike: with nothing of the phases before still to write back,
+    and every page it touches first paying its full-page image in the WAL. Without it, the WAL of the phases before
+    decided which phase a checkpoint fell on (one of 530 MB at max_wal_size = 1 GB): in stop 37's first run it started
+    with the service's single appends and lasted 68 s, the minimal store's phase right before it having none."""
+    done = sh([pg_tool("psql"), url, "-X", "-Atq", "-c", "CHECKPOINT"], check=False)
+    if done.returncode != 0:
+        log(f"CHECKPOINT refused ({done.stderr.strip()}): phases run without one")
+    before = checkpoint_count(url)
+    result = run()
+    result["checkpoints_during"] = checkpoint_count(url) - before
+    return result
 
 
 def with_database(url, name):
@@ -387,7 +410,7 @@ def main():
         results["burst"] = {}
         for kind in ["single", "batch"]:
             log(f"{kind} x{burst_clients}: service right after the burst, no ANALYZE and no restart, {duration:.0f} s")
-            svc = run_loadgen(kind, burst_clients, duration, port, token, f"{run_tag}9", horders)
+            svc = after_checkpoint(url, lambda: run_loadgen(kind, burst_clients, duration, port, token, f"{run_tag}9", horders))
             results["burst"][kind] = {"clients": burst_clients, "service": svc}
             results["failed"] |= svc["failed"]
         psql(url, "VACUUM ANALYZE")
@@ -405,18 +428,20 @@ def main():
             for kind in ["single", "batch", "history"]:
                 variables["phase"] = len(results["pairs"])
                 log(f"{kind} x{clients}: pgbench, minimal store, {duration:.0f} s")
-                least = run_pgbench(min_url, minimal_scripts[kind], kind, clients, duration, variables, workdir, "minimal")
+                least = after_checkpoint(url, lambda: run_pgbench(
+                    min_url, minimal_scripts[kind], kind, clients, duration, variables, workdir, "minimal"))
                 peer = None
                 if mdb_url:
                     log(f"{kind} x{clients}: pgbench, Message DB, {duration:.0f} s")
-                    peer = run_pgbench(mdb_url, messagedb.pgbench_scripts()[kind], kind, clients, duration,
-                                       {"horders": horders}, workdir, "messagedb")
+                    peer = after_checkpoint(url, lambda: run_pgbench(
+                        mdb_url, messagedb.pgbench_scripts()[kind], kind, clients, duration, {"horders": horders}, workdir,
+                        "messagedb"))
                 log(f"{kind} x{clients}: pgbench, the service's statements, {duration:.0f} s")
-                raw = run_pgbench(raw_url, scripts[kind], kind, clients, duration, variables, workdir)
+                raw = after_checkpoint(url, lambda: run_pgbench(raw_url, scripts[kind], kind, clients, duration, variables, workdir))
                 log(f"{kind} x{clients}: service {duration:.0f} s")
                 service.reset_peak_rss()
                 before = service.status()
-                svc = run_loadgen(kind, clients, duration, port, token, run_tag, horders)
+                svc = after_checkpoint(url, lambda: run_loadgen(kind, clients, duration, port, token, run_tag, horders))
                 after = service.status()
                 svc["peak_rss_mb"] = after["VmHWM"]
                 svc["service_cpu_pct"] = 100 * (after["cpu_s"] - before["cpu_s"]) / svc["seconds"]
@@ -445,6 +470,7 @@ def main():
 
         # 4. rebuild over >= rebuild_events events: copy the service's own h-1 lifecycle under new order ids.
         total = top_up(url, rebuild_events, f"r{run_tag}")
+        psql(url, "CHECKPOINT")  # the top-up's WAL written back before the timing, not during the rebuild
         copy_sql = f"COPY (SELECT {workload.EVENT_COLUMNS} FROM events ORDER BY position) TO STDOUT"
         sh([pg_tool("psql"), url, "-X", "-q", "-c", copy_sql], capture=False, stdout=subprocess.DEVNULL)  # warm-up
         started = time.perf_counter()
@@ -571,7 +597,13 @@ def table(results):
     lines.append("/s: events per second for appends and rebuild (a batch is 6 events), requests per second for history; "
                  "latencies per request (per pgbench transaction for the baselines). minimal: the least work PostgreSQL "
                  "needs (scripts/bench/minimal.py); Message DB: its write_message / get_stream_messages through pgbench "
-                 "(messagedb.py); raw: the service's own statements replayed (workload.py).")
+                 "(messagedb.py); raw: the service's own statements replayed (workload.py). Every phase starts right "
+                 "after a CHECKPOINT.")
+    during = [f"{p['workload']} x{p['clients']} {side}" for p in results["pairs"]
+              for side in ("minimal", "peer", "raw", "service") if (p.get(side) or {}).get("checkpoints_during")]
+    during += [f"{kind} after a burst" for kind, burst in results.get("burst", {}).items()
+               if burst["service"].get("checkpoints_during")]
+    lines.append(f"Phases a checkpoint started in: {', '.join(during) if during else 'none'}.")
     lines.append("")
     for t in results.get("targets", []):
         lines.append(f"- {'MET    ' if t['met'] else 'NOT MET'} {t['target']}: {t['figure']}")
