@@ -120,14 +120,14 @@ final class RunningServer: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Sends SIGTERM and returns: `serve` ends by itself. Not `waitUntilExit`, which on Linux spins the calling
-    /// thread's run loop — a thread of the two-thread cooperative pool on this machine, which every other test needs.
-    /// (Dropping the test's database afterwards ends the server's connections in any case.)
     /// SIGKILL: the process ends at once, whatever it was doing (a node lost mid-load).
     func killAbruptly() {
         _ = Glibc.kill(launch.process.processIdentifier, SIGKILL)
     }
 
+    /// Sends SIGTERM and returns: `serve` ends by itself. Not `waitUntilExit`, which on Linux spins the calling
+    /// thread's run loop — a thread of the two-thread cooperative pool on this machine, which every other test needs.
+    /// (Dropping the test's database afterwards ends the server's connections in any case.)
     func stop() {
         launch.process.terminate()
         try? FileManager.default.removeItem(at: launch.directory)

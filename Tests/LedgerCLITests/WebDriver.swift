@@ -61,7 +61,7 @@ final class HeadlessBrowser: Sendable {
                 return browser
             } catch {
                 lastError = error
-                driver.terminate()
+                stop(driver)
             }
         }
         throw lastError ?? WebDriverError(description: "chromedriver did not start")
@@ -85,7 +85,13 @@ final class HeadlessBrowser: Sendable {
 
     func close() async {
         _ = try? await command("DELETE", "", nil)
-        driver.terminate()
+        Self.stop(driver)
+    }
+
+    /// Kills chromedriver (Foundation reaps it). Not `terminate()`: a process started from the test process inherits
+    /// the spawning thread's blocked signals, SIGTERM among them, and every run left its chromedrivers running.
+    private static func stop(_ driver: Process) {
+        if driver.isRunning { kill(driver.processIdentifier, SIGKILL) }
     }
 
     // MARK: Commands
