@@ -7,7 +7,7 @@ import NIOHTTPTypes
 ///
 /// A timer on the connection's own event loop, armed only when a read ends with a request's body still incomplete: a
 /// body that comes with its head, as almost every one does, costs no timer. (It was a sleeping task raced against the
-/// read in a task group: two tasks and a timer on another thread for every request with a body, ~5 % of an append's
+/// read in a task group: two tasks and a timer on another thread for every request with a body, 5–8 % of an append's
 /// CPU.) The time counts from the end of the read that brought the head.
 final class RequestBodyDeadline: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart

@@ -5,7 +5,7 @@ import Testing
 
 /// Connections that never finish a request are closed (`serve --idle-timeout`): 1,000 idle connections, 300 sending a
 /// header a byte a second, and 20 slow bodies were all held open for good, one file descriptor each. A body past the
-/// limit is refused from its declared length, before any of it is read.
+/// limit is refused from its declared length, before any of it is read; one that comes in parts in time is served.
 @Suite("CLI: serve closes connections that never finish a request")
 struct ConnectionTimeoutTests {
     @Test func idleAndTricklingConnectionsAreClosedAndAnOversizedBodyIsRefusedUnread() async throws {
@@ -43,6 +43,25 @@ struct ConnectionTimeoutTests {
                 return slowBody.readAnswer(atMost: 20)
             }
             #expect(slowAnswer.hasPrefix("HTTP/1.1 408"), "\(slowAnswer)")
+
+            // A body in two parts, within its time, is answered as usual, and its deadline ends with it: the same
+            // connection goes on serving past the time the body had (a timer left running would cut it at 2 s).
+            let split = try RawConnection(port: server.port)
+            #expect(split.send(Array("POST /v1/orders/o-2/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{".utf8)))
+            let splitAnswer = await blocking {
+                usleep(300_000)
+                return split.send(Array("}".utf8)) ? split.readAnswer(atMost: 20) : ""
+            }
+            #expect(splitAnswer.hasPrefix("HTTP/1.1 400"), "\(splitAnswer)")
+            let later = await blocking {
+                // Every 0.3 s (well within the 1 s idle timeout), for more than the body's 2 s.
+                (0..<8).map { _ -> String in
+                    usleep(300_000)
+                    guard split.send(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) else { return "closed" }
+                    return split.readAnswer(atMost: 20)
+                }
+            }
+            #expect(later.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(later)")
 
             // 100 MB declared, none sent: the answer comes at once.
             let oversized = try RawConnection(port: server.port)
