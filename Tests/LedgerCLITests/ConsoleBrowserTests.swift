@@ -134,8 +134,32 @@ struct ConsoleBrowserTests {
             [.string(asOf)])
         try await browser.click("#asof-form button")
         _ = try await browser.element("#asof-note")
-        #expect(try await browser.text("#order-state") == "payment_queued")
-        #expect(try await browser.run("return document.querySelectorAll('#story tbody tr').length") == 2)
+        // Said in full when it fails: once in a dozen runs the as-of page was not the one expected (not reproduced).
+        let shown = try await browser.run("""
+            return [location.hash, document.getElementById('asof-note')?.textContent, document.querySelector('#story')?.textContent]
+            """)
+        #expect(try await browser.text("#order-state") == "payment_queued", "\(shown)")
+        #expect(try await browser.run("return document.querySelectorAll('#story tbody tr').length") == 2, "\(shown)")
+
+        // A page whose answers come late is not shown over the one asked for since: the lost order's story with its
+        // answers held back a second, and at once the normal order's. Half a second after the held answers are in, the
+        // page is still the normal order's.
+        _ = try await browser.run("""
+            window.fetchNow = window.fetch;
+            window.heldAnswers = 0;
+            window.fetch = (url, options) => {
+                if (!String(url).includes('order-lost')) return window.fetchNow(url, options);
+                window.heldAnswers += 1;
+                return new Promise((resolve) => setTimeout(resolve, 1000)).then(() => window.fetchNow(url, options))
+                    .finally(() => { window.heldAnswers -= 1; window.heldAnsweredAt = Date.now(); });
+            };
+            location.hash = '#/order/order-lost';
+            setTimeout(() => { location.hash = '#/order/order-normal'; }, 20);
+            """)
+        try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-normal' && !document.getElementById('asof-note')")
+        try await browser.waitUntil("window.heldAnsweredAt && window.heldAnswers === 0 && Date.now() > window.heldAnsweredAt + 500")
+        #expect(try await browser.text("#order-id") == "order-normal", "a late page shown over the one asked for since")
+        _ = try await browser.run("window.fetch = window.fetchNow;")
 
         // By a transaction id: the order it belongs to. By an account id: its orders.
         try await search(browser, scenario.refunded.transactionId)

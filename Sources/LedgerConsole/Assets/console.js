@@ -127,11 +127,21 @@ function explain(error, scope) {
     el("strong", {}, error.status ? `${error.code} (${error.status}). ` : "Error. "), error.message);
 }
 
+/** Counts navigations (`route`, a search): a page whose answers arrive after a later navigation began must neither
+ *  replace the page asked for since (a slow order's story shown over the next one's, or over the same order as of a
+ *  moment) nor move the browser on. */
+let navigation = 0;
+
+/** Runs a page's `render`, handing it the `show` to use (pages name it `show`, over the one that always shows) and
+ *  `current()`: both say no once a later navigation has begun. */
 async function attempt(scope, render) {
-  try { await render(); } catch (error) {
+  const begun = navigation;
+  const current = () => begun === navigation;
+  const showIfCurrent = (...nodes) => { if (current()) show(...nodes); };
+  try { await render(showIfCurrent, current); } catch (error) {
     // Every failure is said on the page: one left to the browser's console looks like a page that never answered.
     if (!(error instanceof Problem)) console.error(error);
-    show(explain(error, scope));
+    showIfCurrent(explain(error, scope));
   }
 }
 
@@ -203,7 +213,7 @@ function keyData(event) {
 }
 
 async function orderStory(orderId, asOf) {
-  await attempt("events:read", async () => {
+  await attempt("events:read", async (show) => {
     const [history, chain, refusals, anomalies, now] = await Promise.all([
       wholeHistory(orderId, asOf),
       api(`/v1/orders/${encodeURIComponent(orderId)}/chain`).then((r) => r.json),
@@ -352,7 +362,7 @@ function toLocalInput(date) {
 }
 
 async function account(accountId, cursor) {
-  await attempt("events:read", async () => {
+  await attempt("events:read", async (show) => {
     const query = new URLSearchParams({ accountId, limit: "50" });
     if (cursor) query.set("cursor", cursor);
     const page = (await api("/v1/orders?" + query)).json;
@@ -371,9 +381,9 @@ async function account(accountId, cursor) {
 }
 
 async function transaction(transactionId) {
-  await attempt("events:read", async () => {
+  await attempt("events:read", async (show, current) => {
     const status = (await api("/v1/transactions/" + encodeURIComponent(transactionId))).json;
-    location.replace("#/order/" + encodeURIComponent(status.orderId));
+    if (current()) location.replace("#/order/" + encodeURIComponent(status.orderId));
   });
 }
 
@@ -382,7 +392,9 @@ async function find(q, kind) {
   if (kind === "order") return (location.hash = "#/order/" + encodeURIComponent(q));
   if (kind === "account") return (location.hash = "#/account/" + encodeURIComponent(q));
   if (kind === "transaction") return (location.hash = "#/transaction/" + encodeURIComponent(q));
-  await attempt("events:read", async () => {
+  navigation += 1;
+  await attempt("events:read", async (show, current) => {
+    const go = (hash) => { if (current()) location.hash = hash; };
     const known = async (path) => {
       try { return (await api(path)).json; } catch (error) {
         // 400: not even a possible id (the ledger's id rule), so certainly not one it holds.
@@ -390,11 +402,11 @@ async function find(q, kind) {
         throw error;
       }
     };
-    if (await known("/v1/orders/" + encodeURIComponent(q))) return (location.hash = "#/order/" + encodeURIComponent(q));
+    if (await known("/v1/orders/" + encodeURIComponent(q))) return go("#/order/" + encodeURIComponent(q));
     const tx = await known("/v1/transactions/" + encodeURIComponent(q));
-    if (tx) return (location.hash = "#/order/" + encodeURIComponent(tx.orderId));
+    if (tx) return go("#/order/" + encodeURIComponent(tx.orderId));
     const orders = await known("/v1/orders?" + new URLSearchParams({ accountId: q, limit: "1" }));
-    if (orders && orders.orders.length) return (location.hash = "#/account/" + encodeURIComponent(q));
+    if (orders && orders.orders.length) return go("#/account/" + encodeURIComponent(q));
     show(el("div", { class: "notice", id: "problem" }, "Nothing in the ledger is called ", el("code", {}, q), "."));
   });
 }
@@ -404,7 +416,7 @@ const ANOMALY_KINDS = ["lost_order", "paid_not_granted", "not_finished", "stuck_
   "consumption_request", "refused_provider_message", "unrecoverable"];
 
 async function anomalies(params) {
-  await attempt("finance:read", async () => {
+  await attempt("finance:read", async (show) => {
     const filter = new URLSearchParams();
     for (const key of ["kind", "olderThan"]) if (params.get(key)) filter.set(key, params.get(key));
     // Several kinds at once, as the API takes them (kind=a,b): a box each; none ticked is every kind.
@@ -478,7 +490,7 @@ function age(seconds) {
 function isoDay(date) { return date.toISOString().slice(0, 10); }
 
 async function revenue(params) {
-  await attempt("finance:read", async () => {
+  await attempt("finance:read", async (show) => {
     const today = new Date();
     const from = params.get("from") || isoDay(new Date(today.getTime() - 29 * 86400000));
     const to = params.get("to") || isoDay(today);
@@ -643,7 +655,7 @@ async function attemptInto(container, scope, work) {
 }
 
 async function digest() {
-  await attempt("events:read", async () => {
+  await attempt("events:read", async (show) => {
     let checkpoint;
     try { checkpoint = (await api("/v1/ledger/digest")).json; } catch (error) {
       if (error instanceof Problem && error.status === 404) return show(el("h1", {}, "Ledger digest"), el("p", {}, "No digest has been sealed yet."));
@@ -665,6 +677,7 @@ async function digest() {
 // ---- Routing -----------------------------------------------------------------------------------------------------
 
 async function route() {
+  navigation += 1;
   const [path, queryText] = location.hash.replace(/^#/, "").split("?");
   const params = new URLSearchParams(queryText || "");
   const parts = (path || "/").split("/").filter(Boolean).map(decodeURIComponent);
