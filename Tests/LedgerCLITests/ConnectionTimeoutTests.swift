@@ -8,12 +8,18 @@ import Testing
 /// limit is refused from its declared length, before any of it is read; one that comes in parts in time is served.
 @Suite("CLI: serve closes connections that never finish a request")
 struct ConnectionTimeoutTests {
-    @Test func idleAndTricklingConnectionsAreClosedAndAnOversizedBodyIsRefusedUnread() async throws {
+    /// `serve` with `arguments` over a database of its own, and a token that may write.
+    static func withServer(_ arguments: [String], _ body: @Sendable @escaping (RunningServer, String) async throws -> Void) async throws {
         try await TestDatabase.withURL { url, client in
             let token = try await TokenStore(client: client).create(name: "writer", scopes: [.eventsWrite])
-            let server = try await RunningServer.start(databaseURL: url, arguments: ["--idle-timeout", "1", "--body-timeout", "2"])
+            let server = try await RunningServer.start(databaseURL: url, arguments: arguments)
             defer { server.stop() }
+            try await body(server, token)
+        }
+    }
 
+    @Test func idleAndTricklingConnectionsAreClosedAndAnOversizedBodyIsRefusedUnread() async throws {
+        try await Self.withServer(["--idle-timeout", "1", "--body-timeout", "2"]) { server, token in
             let idle = try RawConnection(port: server.port)
             #expect(await blocking { idle.waitForClose(atMost: 20) }, "an idle connection is closed")
 
@@ -57,11 +63,7 @@ struct ConnectionTimeoutTests {
     /// on serving past the time the body had (a timer left running cut it at 2 s). The idle timeout is long here: on a
     /// machine busy with the whole suite, a 1 s one has closed a connection between two requests.
     @Test func aBodyInPartsWithinItsTimeIsServedAndItsDeadlineEndsWithIt() async throws {
-        try await TestDatabase.withURL { url, client in
-            let token = try await TokenStore(client: client).create(name: "writer", scopes: [.eventsWrite])
-            let server = try await RunningServer.start(databaseURL: url, arguments: ["--idle-timeout", "60", "--body-timeout", "2"])
-            defer { server.stop() }
-
+        try await Self.withServer(["--idle-timeout", "60", "--body-timeout", "2"]) { server, token in
             let split = try RawConnection(port: server.port)
             #expect(split.send(Array("POST /v1/orders/o-2/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{".utf8)))
             let splitAnswer = await blocking {
