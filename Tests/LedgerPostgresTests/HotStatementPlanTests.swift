@@ -36,7 +36,8 @@ struct HotStatementPlanTests {
 
             let plans = try await service.withConnection { connection in try await Self.cachedPlans(on: connection) }
             #expect(Set(plans.keys).isSuperset(of: [
-                AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, EventStore.PageShape.name,
+                AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, AppendStatements.GroupWriteShape.name,
+                EventStore.PageShape.name,
                 EventStore.PageAsOfShape.name, EventStore.VersionShape.name, Ledger.OrderShape.name,
                 Ledger.TransactionShape.name,
             ]))
@@ -56,7 +57,7 @@ struct HotStatementPlanTests {
     @Test func everyStatementShapeHasANameOfItsOwn() {
         let shapes: [any StatementShape.Type] = [
             AppendStatements.ReadShape.self, AppendStatements.WriteShape.self, AppendStatements.QueuedWriteShape.self,
-            EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self, Ledger.OrderShape.self,
+            AppendStatements.GroupWriteShape.self, EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self, Ledger.OrderShape.self,
             Ledger.TransactionShape.self,
         ]
         #expect(Set(shapes.map { $0.name }).count == shapes.count)

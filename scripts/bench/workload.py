@@ -13,6 +13,9 @@ uncontended path, with the request's token already cached):
   created (a new stream), won, appended (unnest … WITH ORDINALITY), projected (the orders upsert,
   `OrderRows.upsertOrderSQL`/`upsertOrderConflictSQL`), bound (the order_transactions upsert), and a final SELECT
   through `ledger_append_requires` (schema/008). (Before stop 34 the read, `AppendStatements.readQuery`, came first.)
+  Since stop 38 the service writes such appends in groups (`AppendGroup`, `AppendStatements.groupWriteQuery`): one
+  statement for every append waiting while the group before was written. Raw still replays one write per append,
+  so it is what an append costs written alone, and the service may beat it.
 - a history page (`EventStore.readPage`, the route's default page of 100, read as 101 to know whether another
   follows): one SELECT of the order's events after version 0 with the token epoch, `LIMIT 101`.
 The order id is a bind parameter, as in the service; the other values the service binds are literals here, with

@@ -23,11 +23,10 @@ struct AppendSnapshot: Sendable {
     /// Who holds each transactionId the new events name.
     let bindings: [String: TransactionBinding]
     /// The token epoch (schema/009), which confirms a request's cached token before anything is written: the one
-    /// read, or, from memory, the one the request's cached token was read under (nil: no token to confirm).
+    /// read, or, from memory, the one the request's cached token was read under (nil: no token to confirm); a
+    /// snapshot from memory is written by the grouped write, which checks it and the recorded time itself
+    /// (AppendStatements+Group.swift).
     let tokenEpoch: Int64?
-    /// Decided from what this node remembers (`RecentStreams`), not read: the write checks the token epoch and the
-    /// recorded time itself.
-    let fromMemory: Bool
 
     /// Where the domain's decision of the batch starts (`OrderBatch`).
     var start: OrderBatch.Start {
@@ -37,7 +36,7 @@ struct AppendSnapshot: Sendable {
     /// Any snapshot: the write statement's text does not depend on the values (see `StatementShape`).
     static let sample = AppendSnapshot(
         orderId: "", version: 0, streamExists: false, lastHash: nil, recordedAt: Date(timeIntervalSince1970: 0),
-        stored: [], order: nil, bindings: [:], tokenEpoch: nil, fromMemory: false)
+        stored: [], order: nil, bindings: [:], tokenEpoch: nil)
 }
 
 extension AppendSnapshot {
@@ -56,12 +55,12 @@ extension AppendSnapshot {
             return AppendSnapshot(
                 orderId: orderId, version: stream.version, streamExists: true, lastHash: stream.lastHash,
                 recordedAt: max(now, stream.recordedAt), stored: [], order: stream.order, bindings: bindings ?? [:],
-                tokenEpoch: tokenEpoch, fromMemory: true)
+                tokenEpoch: tokenEpoch)
         }
         guard events.first?.type == EventType.orderCreated.rawValue else { return nil }
         return AppendSnapshot(
             orderId: orderId, version: 0, streamExists: false, lastHash: nil, recordedAt: now, stored: [],
-            order: nil, bindings: [:], tokenEpoch: tokenEpoch, fromMemory: true)
+            order: nil, bindings: [:], tokenEpoch: tokenEpoch)
     }
 }
 
@@ -139,14 +138,12 @@ struct AppendStatements {
                 lastHash: try columns[2].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 recordedAt: try columns[0].decode(Date.self), stored: stored,
                 order: try OrderRows.decodeOrder(columns, from: 12), bindings: bindings,
-                tokenEpoch: try columns[11].decode(Int64.self), fromMemory: false)
+                tokenEpoch: try columns[11].decode(Int64.self))
         }
         throw AppendReadReturnedNothing(orderId: orderId)
     }
 
-    /// The write of `events` sealed as `sealed`. A snapshot from memory is admitted only while the token epoch is
-    /// still the one the request's cached token was read under, and its recorded time is neither after the
-    /// database's clock nor more than `RecentStreams.clockToleranceSeconds` before it (what a read would have given).
+    /// The write of `events` sealed as `sealed`, after the read that gave `snapshot`.
     static func writeQuery(
         _ events: [NewEvent], sealed: SealedEvents, after snapshot: AppendSnapshot, projecting order: Order?,
         queued: Bool
@@ -155,18 +152,10 @@ struct AppendStatements {
         let projected = order != nil
         let transactionId = order?.transactionId
         let recordedAt = Timestamp(snapshot.recordedAt)
-        let tolerance = "interval '\(RecentStreams.clockToleranceSeconds) seconds'"
         return """
-        WITH admitted AS (
-            SELECT NOT \(snapshot.fromMemory)
-                   OR (coalesce(\(snapshot.tokenEpoch)::bigint = (SELECT epoch FROM api_token_epoch), true)
-                       AND \(recordedAt) <= clock_timestamp()
-                       AND \(recordedAt) > clock_timestamp() - \(unescaped: tolerance))
-                   AS ok
-        ), head AS (
+        WITH head AS (
             SELECT 1 FROM streams
             WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
-                  AND (SELECT ok FROM admitted)
             FOR UPDATE \(unescaped: queued ? "" : "NOWAIT")
         ), moved AS (
             UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)::bytea
@@ -175,7 +164,7 @@ struct AppendStatements {
         ), created AS (
             INSERT INTO streams (order_id, version, last_hash)
             SELECT \(snapshot.orderId), \(newVersion), \(sealed.lastHash)::bytea
-            WHERE NOT \(snapshot.streamExists) AND (SELECT ok FROM admitted)
+            WHERE NOT \(snapshot.streamExists)
             ON CONFLICT (order_id) DO NOTHING
             RETURNING 1
         ), won AS (
@@ -228,8 +217,8 @@ struct AppendStatements {
 
     /// Writes the events after `snapshot.version`, chained onto its last hash, with the order's new projection rows;
     /// returns where they landed and the stream's new last hash. Returns nil when another writer moved the stream
-    /// since the read, or a snapshot from memory is not admitted (nothing was written). A transaction another
-    /// order claimed since the read aborts the statement (schema/008): the caller reads again either way.
+    /// since the read (nothing was written). A transaction another order claimed since the read aborts the
+    /// statement (schema/008): the caller reads again either way.
     ///
     /// Unqueued, the stream row is locked NOWAIT: a row another writer holds (one queued in its transaction) fails
     /// the statement at once (55P03) instead of waiting. Outside a transaction a statement that waits past the

@@ -4,7 +4,8 @@ import Logging
 import PostgresNIO
 
 /// The store's part of the append path (steps 3 to 8, Ledger+Record.swift): two statements on one connection, no
-/// transaction — or only the write, when this node remembers the stream (`RecentStreams`). A lost race (the version
+/// transaction — or only the write, when this node remembers the stream (`RecentStreams`), and then one statement
+/// shared with the other appends decided from memory meanwhile (`AppendGroup`). A lost race (the version
 /// moved, an event id or a transaction taken meanwhile) reads and decides again, now queued behind the order's
 /// advisory lock inside a transaction, so many writers on one order take turns instead of racing.
 extension EventStore {
@@ -52,35 +53,33 @@ extension EventStore {
             }
             return try await write(snapshot, try projection(snapshot), connection, queued)
         }
-        // The first try, without a read when this node remembers the stream (`RecentStreams`). Nil — nothing
-        // remembered, a refusal or a conflict that only a read may answer, a write its guards stopped — and the
-        // append reads.
-        let fromMemory = { @Sendable (connection: PostgresConnection) async throws -> Outcome? in
-            let pendingEpoch = TokenConfirmation.pendingEpoch
-            guard let snapshot = AppendSnapshot.remembered(orderId, events: events, tokenEpoch: pendingEpoch, in: memory),
+        // The first try, without a read, when this node remembers the stream (`RecentStreams`): written with the
+        // appends around it (`AppendGroup`). Nil — nothing remembered, a refusal or a conflict that only a read may
+        // answer, a write its guards stopped or whose group failed — and the append reads.
+        let fromMemory = { @Sendable () async throws -> Outcome? in
+            guard let snapshot = AppendSnapshot.remembered(
+                      orderId, events: events, tokenEpoch: TokenConfirmation.pendingEpoch, in: memory),
                   expectedVersion.admits(snapshot.version), let order = try? projection(snapshot)
             else { return nil }
-            do {
-                guard let outcome = try await write(snapshot, order, connection, false) else {
-                    memory.missed(orderId)
-                    return nil
-                }
-                if let epoch = snapshot.tokenEpoch { try await TokenConfirmation.confirm(epoch: epoch) }
-                return outcome
-            } catch where Self.isLostRace(error, queued: false) {
+            try Task.checkCancellation()
+            let grouped = GroupedWrite(events: events, snapshot: snapshot, order: order)
+            guard case .written(let written, let lastHash) = await group.write(grouped, statements: statements, on: client)
+            else {
                 memory.missed(orderId)
                 return nil
             }
+            memory.remember(orderId, RecentStreams.Stream(
+                version: snapshot.version + events.count, lastHash: lastHash, recordedAt: snapshot.recordedAt, order: order))
+            if let epoch = snapshot.tokenEpoch { try await TokenConfirmation.confirm(epoch: epoch) }
+            return (AppendResult(orderId: orderId, events: written, isReplay: false), order)
         }
+        if let outcome = try await fromMemory() { return outcome }
         var losses = 0
         while true {
             do {
                 let queued = losses > 0
                 let outcome = try await client.withConnection(within: Deadline.remaining) { connection -> Outcome? in
-                    guard queued else {
-                        if let outcome = try await fromMemory(connection) { return outcome }
-                        return try await attempt(connection, false)
-                    }
+                    guard queued else { return try await attempt(connection, false) }
                     return try await connection.withTransaction(logger: logger) { connection in
                         try await statements.queue(for: orderId, on: connection)
                         // Holding the queue, only a writer that read before it can still move the stream: a few turns.

@@ -14,7 +14,8 @@ import PostgresNIO
 //     **read** one snapshot (`AppendStatements.read`, AppendStatements.swift): the stream's head, the database clock,
 //     which event ids are stored, the order's row, the bindings of the transactions named, the token epoch. An
 //     order this node wrote last, or a batch that creates its order, starts from memory instead (`RecentStreams`),
-//     and falls back to the read whenever the write's guards or the decision would not take it as it is.
+//     and falls back to the read whenever the write's guards or the decision would not take it as it is. Its write
+//     (8) is grouped with the other appends from memory waiting meanwhile: one statement for all (`AppendGroup`).
 //  4. The request's cached token is confirmed against the epoch read (`TokenConfirmation`, Tokens/).
 //  5. A retry whose event ids are all stored with the same content gets the original result; nothing is written.
 //  6. The expected version is checked (`EventStoreError.versionConflict`).

@@ -60,10 +60,7 @@ struct CopyTextRows {
 
     /// A `text[]` value: an array literal with every element quoted, `"` and `\` inside an element escaped.
     mutating func append(array elements: [String]) {
-        let quoted = elements.map { element in
-            "\"" + element.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        }
-        append("{" + quoted.joined(separator: ",") + "}")
+        append(ArrayLiteral.text(elements))
     }
 
     /// Ends the row: the next value starts the next one.

@@ -32,3 +32,7 @@ extension Optional where Wrapped == Date {
     /// The optional time as a bind (`NULL` when absent).
     var timestamp: Timestamp? { map(Timestamp.init) }
 }
+
+extension Timestamp: PostgresArrayEncodable {
+    static var psqlArrayType: PostgresDataType { .timestamptzArray }
+}

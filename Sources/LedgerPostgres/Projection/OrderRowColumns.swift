@@ -3,7 +3,8 @@ import LedgerCore
 import PostgresNIO
 
 /// The `orders` row, column by column, in one list: its name and SQL type, how an order fills it in the append's write
-/// statement, and how the rebuild's bulk fill writes it (`COPY` text). Every statement that names the columns or binds
+/// statement, how many orders fill it in the grouped append's (an array), and how the rebuild's bulk fill writes it
+/// (`COPY` text). Every statement that names the columns or binds
 /// their values is built from this list; `OrderRows.decodeOrder` reads them back in this order.
 struct OrderRowColumn: Sendable {
     typealias Interpolation = PostgresQuery.StringInterpolation
@@ -12,20 +13,27 @@ struct OrderRowColumn: Sendable {
     let type: String
     /// Binds one order's value (NULL for no order).
     let value: @Sendable (inout Interpolation, Order?) -> Void
+    /// Binds the values of many orders as one array, of `arrayType`.
+    let values: @Sendable (inout Interpolation, [Order]) -> Void
     /// Writes one order's value as a field of a `COPY` row.
     let copy: @Sendable (inout CopyTextRows, Order) -> Void
     /// `::type`, made once: the append's write statement is built on every append.
     let cast: String
+    /// `::` the array type `values` binds: `type[]`, or `text[]` for an array column (each element its literal).
+    let arrayCast: String
 
     init(
         name: String, type: String, value: @escaping @Sendable (inout Interpolation, Order?) -> Void,
+        values: @escaping @Sendable (inout Interpolation, [Order]) -> Void,
         copy: @escaping @Sendable (inout CopyTextRows, Order) -> Void
     ) {
         self.name = name
         self.type = type
         self.value = value
+        self.values = values
         self.copy = copy
         self.cast = "::" + type
+        self.arrayCast = type.hasSuffix("[]") ? "::text[]" : "::" + type + "[]"
     }
 
     /// A text column.
@@ -33,6 +41,7 @@ struct OrderRowColumn: Sendable {
         OrderRowColumn(
             name: name, type: "text",
             value: { query, order in query.appendInterpolation(order.flatMap(read)) },
+            values: { query, orders in query.appendInterpolation(NullableArray(orders.map(read))) },
             copy: { rows, order in rows.append(read(order)) })
     }
 
@@ -41,6 +50,7 @@ struct OrderRowColumn: Sendable {
         OrderRowColumn(
             name: name, type: "int8",
             value: { query, order in query.appendInterpolation(order.flatMap(read)) },
+            values: { query, orders in query.appendInterpolation(NullableArray(orders.map(read))) },
             copy: { rows, order in rows.append(read(order)) })
     }
 
@@ -49,6 +59,7 @@ struct OrderRowColumn: Sendable {
         OrderRowColumn(
             name: name, type: "timestamptz",
             value: { query, order in query.appendInterpolation(order.flatMap(read).timestamp) },
+            values: { query, orders in query.appendInterpolation(NullableArray(orders.map { read($0).timestamp })) },
             copy: { rows, order in rows.append(read(order)) })
     }
 }
@@ -66,6 +77,7 @@ extension OrderRows {
         OrderRowColumn(
             name: "app_account_token", type: "uuid",
             value: { query, order in query.appendInterpolation(order?.appAccountToken) },
+            values: { query, orders in query.appendInterpolation(NullableArray(orders.map(\.appAccountToken))) },
             copy: { rows, order in rows.append(order.appAccountToken?.lowercasedText) }),
         .text("state") { $0.state.rawValue },
         .integer("version") { Int64($0.version) },
@@ -73,6 +85,7 @@ extension OrderRows {
         OrderRowColumn(
             name: "flags", type: "text[]",
             value: { query, order in query.appendInterpolation(order?.flags.map(\.rawValue)) },
+            values: { query, orders in query.appendInterpolation(orders.map { ArrayLiteral.text($0.flags.map(\.rawValue)) }) },
             copy: { rows, order in rows.append(array: order.flags.map(\.rawValue)) }),
         .integer("verification_attempts") { Int64($0.verificationAttempts) },
         .text("last_error_code") { $0.lastErrorCode },
@@ -87,6 +100,15 @@ extension OrderRows {
 }
 
 extension PostgresQuery.StringInterpolation {
+    /// The `orders` rows' values for `orders`, one array per column (`OrderRowColumn.arrayCast`).
+    mutating func appendInterpolation(orderColumns orders: [Order]) {
+        for (index, column) in OrderRows.columns.enumerated() {
+            if index > 0 { appendLiteral(", ") }
+            column.values(&self, orders)
+            appendLiteral(column.arrayCast)
+        }
+    }
+
     /// The `orders` row's values for `order` (all NULL for nil), each cast to its column's type.
     mutating func appendInterpolation(orderRow order: Order?) {
         for (index, column) in OrderRows.columns.enumerated() {

@@ -16,6 +16,10 @@ struct OrderRows: Sendable {
     static let upsertOrderConflictSQL = "ON CONFLICT (order_id) DO UPDATE SET "
         + columns.dropFirst().map { "\($0.name) = EXCLUDED.\($0.name)" }.joined(separator: ", ")
 
+    /// The order columns of the grouped append's `o` (one array per column, `appendInterpolation(orderColumns:)`), each
+    /// cast to its column's type.
+    static let orderColumnsOfGroup = columns.map { "o." + $0.name + $0.cast }.joined(separator: ", ")
+
     /// The order columns as `o.…`, for a statement that joins `orders AS o`.
     static let orderColumnsOfO = columns.map { "o." + $0.name }.joined(separator: ", ")
 

@@ -3,11 +3,12 @@ import LedgerCore
 import Synchronization
 
 /// What this node knows of the streams it wrote last, so that its next append to one of them — and the first append
-/// of a new order — can skip the read: one statement, one round trip, instead of two.
+/// of a new order — can skip the read: one statement, one round trip, instead of two, and that statement shared with
+/// the other appends decided from memory meanwhile (`AppendGroup`).
 ///
 /// Nothing remembered is trusted. An append decided from memory is written with the guards every append's write has
 /// — the stream's version (another node may have written since), the unique event ids, the transaction's binding —
-/// and two more that only the read used to give (`AppendStatements.writeQuery`): the token epoch the request's
+/// and two more that only the read used to give (`AppendStatements.groupWriteQuery`): the token epoch the request's
 /// cached token was read under, and a recorded time neither after the database's clock nor more than
 /// `clockToleranceSeconds` before it. A write any guard stops writes nothing, and the append reads and decides as
 /// before. A decision from memory that refuses or conflicts is never answered either: the append reads and decides

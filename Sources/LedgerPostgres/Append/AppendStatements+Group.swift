@@ -1,0 +1,145 @@
+import Foundation
+import LedgerCore
+import PostgresNIO
+
+/// An append decided from what this node remembers (`RecentStreams`), sealed and waiting to be written together
+/// with others (`AppendGroup`).
+struct GroupedWrite: Sendable {
+    let events: [NewEvent]
+    /// From memory: the write checks its token epoch and recorded time itself.
+    let snapshot: AppendSnapshot
+    let order: Order
+    let sealed: SealedEvents
+
+    init(events: [NewEvent], snapshot: AppendSnapshot, order: Order) {
+        self.events = events
+        self.snapshot = snapshot
+        self.order = order
+        self.sealed = SealedEvents(events, after: snapshot)
+    }
+
+    var orderId: String { snapshot.orderId }
+}
+
+/// The grouped write: appends to several orders, each decided from memory, in one statement — one round trip, one
+/// commit — with the guards of a single append's write for each of them. Each write is admitted alone: a stale one
+/// (another writer moved its stream, its token epoch changed, its recorded time is off the database's clock) writes
+/// nothing and the others are written. A write that fails the statement (an event id or a transaction taken since)
+/// fails the whole group, and each of its appends then reads and decides again (`AppendGroup`).
+///
+/// Every lookup is per write, through the primary keys (a lateral lock of each stream row, then the update by its
+/// row id), so the generic plan stays on the indexes however the tables grow (`HotStatementPlanTests`). A group never
+/// holds two writes to one order (`AppendGroup` keeps the second for the next group).
+extension AppendStatements {
+    static func groupWriteQuery(_ writes: [GroupedWrite]) -> PostgresQuery {
+        var eventWrite: [Int] = [], ordinals: [Int] = [], ids: [UUID] = [], types: [String] = []
+        var data: [String] = [], metadata: [String] = [], occurredAt: [String] = []
+        var canonicals: [ByteBuffer] = [], hashes: [ByteBuffer] = []
+        for (index, write) in writes.enumerated() {
+            for (offset, event) in write.events.enumerated() {
+                eventWrite.append(index + 1)
+                ordinals.append(offset + 1)
+                ids.append(event.eventId)
+                types.append(event.type)
+                data.append(event.data.canonicalJSON)
+                metadata.append(event.metadata.canonicalJSON)
+            }
+            occurredAt += write.sealed.occurredAt
+            canonicals += write.sealed.canonicals
+            hashes += write.sealed.hashes
+        }
+        let tolerance = "interval '\(RecentStreams.clockToleranceSeconds) seconds'"
+        return """
+        WITH w AS (
+            SELECT * FROM unnest(\(writes.map(\.orderId))::text[], \(writes.map(\.snapshot.version))::int8[],
+                                 \(writes.map(\.snapshot.streamExists))::bool[],
+                                 \(NullableArray(writes.map(\.snapshot.tokenEpoch)))::int8[],
+                                 \(writes.map { Timestamp($0.snapshot.recordedAt) })::timestamptz[],
+                                 \(writes.map { $0.snapshot.version + $0.events.count })::int8[],
+                                 \(writes.map { $0.sealed.lastHash ?? ByteBuffer() })::bytea[])
+                 WITH ORDINALITY AS w(order_id, version, stream_exists, token_epoch, recorded_at, new_version, last_hash, n)
+            WHERE coalesce(w.token_epoch = (SELECT epoch FROM api_token_epoch), true)
+              AND w.recorded_at <= clock_timestamp() AND w.recorded_at > clock_timestamp() - \(unescaped: tolerance)
+        ), head AS (
+            SELECT w.n, s.row FROM w CROSS JOIN LATERAL (
+                SELECT ctid AS row FROM streams WHERE order_id = w.order_id AND version = w.version FOR UPDATE NOWAIT
+            ) s
+            WHERE w.stream_exists
+        ), moved AS (
+            UPDATE streams s SET version = w.new_version, last_hash = w.last_hash
+            FROM head h JOIN w USING (n)
+            WHERE s.ctid = h.row
+            RETURNING h.n
+        ), created AS (
+            INSERT INTO streams (order_id, version, last_hash)
+            SELECT order_id, new_version, last_hash FROM w WHERE NOT stream_exists
+            ON CONFLICT (order_id) DO NOTHING
+            RETURNING order_id
+        ), won AS (
+            SELECT n FROM moved UNION ALL SELECT w.n FROM created JOIN w USING (order_id)
+        ), appended AS (
+            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+            SELECT w.order_id, w.version + e.ordinal, e.event_id, e.type, e.data::jsonb, e.metadata::jsonb,
+                   NULLIF(e.occurred_at, '')::timestamptz, w.recorded_at, e.canonical, e.hash
+            FROM unnest(\(eventWrite)::int8[], \(ordinals)::int8[], \(ids)::uuid[], \(types)::text[], \(data)::text[],
+                        \(metadata)::text[], \(occurredAt)::text[], \(canonicals)::bytea[], \(hashes)::bytea[])
+                 AS e(n, ordinal, event_id, type, data, metadata, occurred_at, canonical, hash)
+            JOIN won USING (n) JOIN w USING (n)
+            ORDER BY e.n, e.ordinal
+            RETURNING order_id, event_id, version, position
+        ), o AS (
+            SELECT * FROM unnest(\(orderColumns: writes.map(\.order)))
+                 WITH ORDINALITY AS o(\(unescaped: OrderRows.orderColumns), n)
+        ), projected AS (
+            \(unescaped: OrderRows.upsertOrderSQL)
+            SELECT \(unescaped: OrderRows.orderColumnsOfGroup) FROM o JOIN won USING (n)
+            \(unescaped: OrderRows.upsertOrderConflictSQL)
+        ), bound AS (
+            INSERT INTO order_transactions AS t (transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)
+            SELECT o.transaction_id, o.order_id, o.account_id, o.granted_at, o.finished_at, o.refunded_at
+            FROM o JOIN won USING (n)
+            WHERE o.transaction_id IS NOT NULL
+            ON CONFLICT (transaction_id) DO UPDATE SET
+                granted_at = EXCLUDED.granted_at, finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at
+                WHERE t.order_id = EXCLUDED.order_id
+            RETURNING order_id
+        )
+        SELECT o.n, a.event_id, a.version, a.position,
+               ledger_append_requires(o.transaction_id IS NULL OR EXISTS (SELECT 1 FROM bound b WHERE b.order_id = a.order_id),
+                                      'transaction ' || o.transaction_id || ' claimed by another order')
+        FROM appended a JOIN o USING (order_id)
+        ORDER BY o.n, a.version
+        """
+    }
+
+    enum GroupWriteShape: StatementShape {
+        static let name = "ledger.append-write-group"
+        static let sql = groupWriteQuery([]).sql
+    }
+
+    /// Writes the group; for each of its writes, in order, where its events landed and its stream's new last hash,
+    /// or nil when its guards stopped it (nothing of it was written). Throws when the statement failed: then nothing
+    /// of the group was written.
+    func writeGroup(_ writes: [GroupedWrite], on connection: PostgresConnection)
+        async throws -> [(events: [AppendedEvent], lastHash: [UInt8])?]
+    {
+        let rows = try await connection.query(Self.groupWriteQuery(writes), preparedAs: GroupWriteShape.self, logger: logger)
+        var appended = [[AppendedEvent]](repeating: [], count: writes.count)
+        for try await row in rows {
+            let (n, eventId, version, position, _) = try row.decode((Int, UUID, Int, Int64, Bool).self)
+            guard appended.indices.contains(n - 1) else { throw GroupWriteAnsweredUnknownWrite(n: n) }
+            appended[n - 1].append(AppendedEvent(eventId: eventId, version: version, position: position))
+        }
+        return zip(writes, appended).map { write, events in
+            guard events.count == write.events.count, let lastHash = write.sealed.lastHash else { return nil }
+            return (events, Array(lastHash.readableBytesView))
+        }
+    }
+}
+
+/// The grouped write answered for a write it was not given: PostgreSQL broke the statement's contract (a 500 for
+/// the appends of the group, never a trap).
+struct GroupWriteAnsweredUnknownWrite: Error, CustomStringConvertible {
+    let n: Int
+    var description: String { "the grouped append's write answered for write \(n), which it was not given" }
+}
