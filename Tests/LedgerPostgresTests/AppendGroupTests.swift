@@ -60,16 +60,16 @@ struct AppendGroupTests {
         return true
     }
 
-    /// `scenario` on a fresh ledger (a node of its own, its orders new) until one run gathers its appends: at most
-    /// five runs.
-    private func gatheredOnce(_ scenario: @Sendable (_ run: Int) async throws -> Bool) async throws {
+    /// `scenario` (a node of its own, its orders new each run) until one run gathers its appends in one group and
+    /// that group is written as the scenario expects: at most five runs. Every run checks what must hold either way.
+    private func inOneGroup(_ scenario: @Sendable (_ run: Int) async throws -> Bool) async throws {
         for run in 0..<5 where try await scenario(run) { return }
-        Issue.record("the appends never gathered in one group in five runs")
+        Issue.record("in five runs the appends were never written as one group as expected")
     }
 
     @Test func aStaleWriteInAGroupIsNotWrittenAndReadsAgainWhileTheOthersAreWritten() async throws {
         try await TestDatabase.withClient(poolSize: 2) { client in
-            try await gatheredOnce { run in
+            try await inOneGroup { run in
                 let (node, other) = (Ledger(client: client), Ledger(client: client))
                 let blocker = Lifecycle()
                 _ = try await node.record(orderId: "\(run)-blocker", events: [blocker.created], metadata: actor)
@@ -110,7 +110,7 @@ struct AppendGroupTests {
         try await TestDatabase.withClient(poolSize: 2) { client in
             let holder = Lifecycle()
             _ = try await Ledger(client: client).record(orderId: "holder", events: holder.happyPath, metadata: actor)
-            try await gatheredOnce { run in
+            try await inOneGroup { run in
                 let node = Ledger(client: client)
                 let blocker = Lifecycle()
                 _ = try await node.record(orderId: "\(run)-blocker", events: [blocker.created], metadata: actor)
@@ -138,9 +138,10 @@ struct AppendGroupTests {
                 #expect(try await node.order("\(run)-order-1")?.state == .created)
                 let report = try await LedgerVerifier(client: client).verify()
                 #expect(report.passed, "\(report.brokenEvents.prefix(3))")
+                // The blocker written alone, the failed group nothing. (On a machine loaded enough, the blocker's time
+                // may have aged past the tolerance before its statement ran, and it read instead: try again.)
                 let after = node.store.group.statistics
-                #expect(after.written - before.written == 1, "the blocker alone: the failed statement wrote nothing")
-                return after.largestGroup == 2
+                return after.largestGroup == 2 && after.written - before.written == 1
             }
         }
     }
