@@ -106,6 +106,54 @@ struct AppendGroupTests {
         }
     }
 
+    @Test func aWriteWhoseStreamRowAnotherWriterHoldsIsSkippedWhileTheOthersAreWritten() async throws {
+        try await TestDatabase.withClient(poolSize: 4) { client in
+            try await inOneGroup { run in
+                let node = Ledger(client: client)
+                let blocker = Lifecycle()
+                _ = try await node.record(orderId: "\(run)-blocker", events: [blocker.created], metadata: actor)
+                let lifecycles = (0..<2).map { _ in Lifecycle() }
+                for (index, lifecycle) in lifecycles.enumerated() {
+                    _ = try await node.record(orderId: "\(run)-order-\(index)", events: [lifecycle.created], metadata: actor)
+                }
+                // Another writer holds order 1's stream row, as one queued after losing a race does, until order 0's
+                // append is answered.
+                let held = AsyncStream<Void>.makeStream()
+                let released = AsyncStream<Void>.makeStream()
+                let holder = Task {
+                    try await client.withTransaction(logger: .init(label: "test")) { connection in
+                        try await connection.query(
+                            "SELECT 1 FROM streams WHERE order_id = \("\(run)-order-1") FOR UPDATE", logger: .init(label: "test"))
+                        held.continuation.yield()
+                        for await _ in released.stream { break }
+                    }
+                }
+                for await _ in held.stream { break }
+                let before = node.store.group.statistics
+                let actor = actor
+                let appends = lifecycles.indices.map { index in
+                    { @Sendable () async -> Result<Recorded, any Error> in
+                        defer { if index == 0 { released.continuation.yield() } }
+                        return await attempt {
+                            try await node.record(
+                                orderId: "\(run)-order-\(index)", events: [lifecycles[index].receipt], metadata: actor)
+                        }
+                    }
+                }
+                let outcomes = try await gathered(
+                    appends, behind: blocker.receipt, to: "\(run)-blocker", on: node, client: client)
+                try await holder.value
+                guard let outcomes else { return false }
+                #expect(try outcomes.map { try $0.get().append.events.map(\.version) } == [[2], [2]])
+                let report = try await LedgerVerifier(client: client).verify()
+                #expect(report.passed, "\(report.brokenEvents.prefix(3))")
+                // Written by groups: the blocker and order 0; order 1 skipped, then queued behind the holder.
+                let after = node.store.group.statistics
+                return after.largestGroup == 2 && after.written - before.written == 2
+            }
+        }
+    }
+
     @Test func aGroupWhoseStatementFailsWritesNothingAndEachAppendIsDecidedAlone() async throws {
         try await TestDatabase.withClient(poolSize: 2) { client in
             let holder = Lifecycle()

@@ -24,8 +24,10 @@ struct GroupedWrite: Sendable {
 /// The grouped write: appends to several orders, each decided from memory, in one statement — one round trip, one
 /// commit — with the guards of a single append's write for each of them. Each write is admitted alone: a stale one
 /// (another writer moved its stream, its token epoch changed, its recorded time is off the database's clock) writes
-/// nothing and the others are written. A write that fails the statement (an event id or a transaction taken since)
-/// fails the whole group, and each of its appends then reads and decides again (`AppendGroup`).
+/// nothing and the others are written; so does one whose stream row another writer holds (one queued in its
+/// transaction after losing a race: the row is skipped, where a single write's `NOWAIT` fails the statement). A write
+/// that fails the statement (an event id or a transaction taken since) fails the whole group, and each of its appends
+/// then reads and decides again (`AppendGroup`).
 ///
 /// Every lookup is per write, through the primary keys (a lateral lock of each stream row, then the update by its
 /// row id), so the generic plan stays on the indexes however the tables grow (`HotStatementPlanTests`). A group never
@@ -62,7 +64,7 @@ extension AppendStatements {
               AND w.recorded_at <= clock_timestamp() AND w.recorded_at > clock_timestamp() - \(unescaped: tolerance)
         ), head AS (
             SELECT w.n, s.row FROM w CROSS JOIN LATERAL (
-                SELECT ctid AS row FROM streams WHERE order_id = w.order_id AND version = w.version FOR UPDATE NOWAIT
+                SELECT ctid AS row FROM streams WHERE order_id = w.order_id AND version = w.version FOR UPDATE SKIP LOCKED
             ) s
             WHERE w.stream_exists
         ), moved AS (
