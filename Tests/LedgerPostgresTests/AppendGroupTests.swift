@@ -36,10 +36,10 @@ struct AppendGroupTests {
         let actor = actor
         let blocked = Task { try await ledger.record(orderId: blockerId, events: [blocker], metadata: actor) }
         let gathered = try await withThrowingTaskGroup(of: (Int, T).self) { group in
-            let waiting = await until { ledger.store.group.statistics.writing }
+            let waiting = await until { ledger.store.appendGroup.statistics.busy }
             for (index, append) in appends.enumerated() { group.addTask { (index, await append()) } }
             var gathered = waiting
-            if gathered { gathered = await until { ledger.store.group.statistics.waiting == appends.count } }
+            if gathered { gathered = await until { ledger.store.appendGroup.statistics.waiting == appends.count } }
             released.continuation.yield()
             var results = [T?](repeating: nil, count: appends.count)
             for try await (index, result) in group { results[index] = result }
@@ -79,7 +79,7 @@ struct AppendGroupTests {
                 }
                 // Another node moves order 1 on: this node's memory of it is stale.
                 _ = try await other.record(orderId: "\(run)-order-1", events: [lifecycles[1].queued], metadata: actor)
-                let before = node.store.group.statistics
+                let before = node.store.appendGroup.statistics
                 let actor = actor
                 let appends = lifecycles.indices.map { index in
                     { @Sendable () async -> Result<Recorded, any Error> in
@@ -100,8 +100,8 @@ struct AppendGroupTests {
                 #expect(report.passed, "\(report.brokenEvents.prefix(3))")
                 // Written in one group: the blocker, orders 0 and 2; order 1 read again. (On a machine loaded enough,
                 // the group's time may have aged past the tolerance while it waited, and all three read: try again.)
-                let after = node.store.group.statistics
-                return after.largestGroup == 3 && after.written - before.written == 3
+                let after = node.store.appendGroup.statistics
+                return after.largestGroup == 3 && after.done - before.done == 3
             }
         }
     }
@@ -129,7 +129,7 @@ struct AppendGroupTests {
                     }
                 }
                 for await _ in held.stream { break }
-                let before = node.store.group.statistics
+                let before = node.store.appendGroup.statistics
                 let actor = actor
                 let appends = lifecycles.indices.map { index in
                     { @Sendable () async -> Result<Recorded, any Error> in
@@ -148,8 +148,8 @@ struct AppendGroupTests {
                 let report = try await LedgerVerifier(client: client).verify()
                 #expect(report.passed, "\(report.brokenEvents.prefix(3))")
                 // Written by groups: the blocker and order 0; order 1 skipped, then queued behind the holder.
-                let after = node.store.group.statistics
-                return after.largestGroup == 2 && after.written - before.written == 2
+                let after = node.store.appendGroup.statistics
+                return after.largestGroup == 2 && after.done - before.done == 2
             }
         }
     }
@@ -169,7 +169,7 @@ struct AppendGroupTests {
                 let bystander = Lifecycle()
                 _ = try await node.record(orderId: "\(run)-order-1", events: [claimant.created], metadata: actor)
                 _ = try await node.record(orderId: "\(run)-order-2", events: [bystander.created], metadata: actor)
-                let before = node.store.group.statistics
+                let before = node.store.appendGroup.statistics
                 let actor = actor
                 let appends = [("\(run)-order-1", claimant), ("\(run)-order-2", bystander)].map { orderId, lifecycle in
                     { @Sendable () async -> Result<Recorded, any Error> in
@@ -188,8 +188,8 @@ struct AppendGroupTests {
                 #expect(report.passed, "\(report.brokenEvents.prefix(3))")
                 // The blocker written alone, the failed group nothing. (On a machine loaded enough, the blocker's time
                 // may have aged past the tolerance before its statement ran, and it read instead: try again.)
-                let after = node.store.group.statistics
-                return after.largestGroup == 2 && after.written - before.written == 1
+                let after = node.store.appendGroup.statistics
+                return after.largestGroup == 2 && after.done - before.done == 1
             }
         }
     }
@@ -211,7 +211,7 @@ struct AppendGroupTests {
                 }
                 try await group.waitForAll()
             }
-            let statistics = node.store.group.statistics
+            let statistics = node.store.appendGroup.statistics
             #expect(statistics.largestGroup > 1, "appends written together")
             for index in 0..<clients {
                 #expect(try await node.store.read("order-\(index)").map(\.version) == Array(1...6))

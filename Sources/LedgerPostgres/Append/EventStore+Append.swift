@@ -63,8 +63,10 @@ extension EventStore {
             else { return nil }
             try Task.checkCancellation()
             let grouped = GroupedWrite(events: events, snapshot: snapshot, order: order)
-            guard case .written(let written, let lastHash) = await group.write(grouped, statements: statements, on: client)
-            else {
+            let outcome = await appendGroup.run(grouped) { group in
+                await GroupedWrite.writeTogether(group, statements: statements, on: client)
+            }
+            guard case .written(let written, let lastHash) = outcome else {
                 memory.missed(orderId)
                 return nil
             }

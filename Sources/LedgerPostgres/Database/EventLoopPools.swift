@@ -45,9 +45,6 @@ public struct EventLoopPools: Sendable {
         return (0..<count).map { index in sessions / count + (index < sessions % count ? 1 : 0) }
     }
 
-    /// Every pool, the first first.
-    var all: [SessionPool] { pools.map(\.client) }
-
     /// The first pool, the one of callers on no loop of the group.
     var first: SessionPool { pools[0].client }
 

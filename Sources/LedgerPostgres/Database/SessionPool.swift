@@ -31,6 +31,8 @@ public final class SessionPool: Service, Sendable {
     private let eventLoops: any EventLoopGroup
     private let logger: Logger
     private let state = Mutex(State())
+    /// The work its requests do together (`StatementGroup`): the appends from memory, the stream versions.
+    let groups = StatementGroups()
 
     /// Sessions connect on `eventLoopGroup`'s loops (`serve` gives each pool a loop of its own, `EventLoopPools`).
     /// TLS is not negotiated (`Database.configuration(fromURL:)`): the database is on loopback or a private network.

@@ -14,8 +14,6 @@ public struct Ledger: Sendable {
     let rows: OrderRows
     /// The streams this node wrote last (`RecentStreams`), shared by every request.
     let recentStreams: RecentStreams
-    /// Each pool's appends written together (`AppendGroup`), shared by every request on its event loop.
-    private let appendGroups: [(pool: SessionPool, group: AppendGroup)]
 
     init(client: SessionPool, logger: Logger = Logger(label: "ledger"), recentStreams: RecentStreams = RecentStreams()) {
         self.init(pools: EventLoopPools(client), logger: logger, recentStreams: recentStreams)
@@ -30,7 +28,6 @@ public struct Ledger: Sendable {
         self.confirmsTokens = confirmsTokens
         self.rows = OrderRows(logger: logger)
         self.recentStreams = recentStreams
-        self.appendGroups = pools.all.map { ($0, AppendGroup()) }
     }
 
     /// The ledger for reads on a streaming replica (`ReadReplicas`): the same reads, except that the token epoch
@@ -41,10 +38,7 @@ public struct Ledger: Sendable {
 
     /// The store on the pool of the caller's event loop (`EventLoopPools`).
     var store: EventStore {
-        let client = pools.current
-        return EventStore(
-            client: client, logger: logger, confirmsTokens: confirmsTokens, recentStreams: recentStreams,
-            appendGroup: appendGroups.first { $0.pool === client }?.group ?? AppendGroup())
+        EventStore(client: pools.current, logger: logger, confirmsTokens: confirmsTokens, recentStreams: recentStreams)
     }
 
     var client: SessionPool { pools.current }

@@ -14,20 +14,17 @@ struct EventStore: Sendable {
     let confirmsTokens: Bool
     /// The streams this node wrote last, which its appends decide from without a read (`RecentStreams`).
     let recentStreams: RecentStreams
-    /// The appends from memory on this store's pool, written together (`AppendGroup`).
-    let group: AppendGroup
 
     /// How many times an append reads and decides again after losing a race before the error is passed on.
     static let raceRetries = 8
 
     init(
         client: SessionPool, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true,
-        recentStreams: RecentStreams = RecentStreams(), appendGroup: AppendGroup = AppendGroup()
+        recentStreams: RecentStreams = RecentStreams()
     ) {
         self.client = client
         self.logger = logger
         self.confirmsTokens = confirmsTokens
         self.recentStreams = recentStreams
-        self.group = appendGroup
     }
 }
