@@ -36,10 +36,10 @@ struct AppendGroupTests {
         let actor = actor
         let blocked = Task { try await ledger.record(orderId: blockerId, events: [blocker], metadata: actor) }
         let gathered = try await withThrowingTaskGroup(of: (Int, T).self) { group in
-            let waiting = await until { ledger.store.appendGroup.statistics.busy }
+            let waiting = await eventually { ledger.store.appendGroup.statistics.busy }
             for (index, append) in appends.enumerated() { group.addTask { (index, await append()) } }
             var gathered = waiting
-            if gathered { gathered = await until { ledger.store.appendGroup.statistics.waiting == appends.count } }
+            if gathered { gathered = await eventually { ledger.store.appendGroup.statistics.waiting == appends.count } }
             released.continuation.yield()
             var results = [T?](repeating: nil, count: appends.count)
             for try await (index, result) in group { results[index] = result }
@@ -48,16 +48,6 @@ struct AppendGroupTests {
         try await holder.value
         _ = try await blocked.value
         return gathered
-    }
-
-    /// Whether `condition` held within 10 s, looked at every 10 ms.
-    private func until(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
     }
 
     /// `scenario` (a node of its own, its orders new each run) until one run gathers its appends in one group and

@@ -38,7 +38,7 @@ struct HotStatementPlanTests {
             #expect(Set(plans.keys).isSuperset(of: [
                 AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, AppendStatements.GroupWriteShape.name,
                 EventStore.PageShape.name,
-                EventStore.PageAsOfShape.name, EventStore.VersionShape.name, Ledger.OrderShape.name,
+                EventStore.PageAsOfShape.name, EventStore.VersionsShape.name, Ledger.OrderShape.name,
                 Ledger.TransactionShape.name,
             ]))
             for (name, plan) in plans {
@@ -57,7 +57,7 @@ struct HotStatementPlanTests {
     @Test func everyStatementShapeHasANameOfItsOwn() {
         let shapes: [any StatementShape.Type] = [
             AppendStatements.ReadShape.self, AppendStatements.WriteShape.self, AppendStatements.QueuedWriteShape.self,
-            AppendStatements.GroupWriteShape.self, EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionShape.self, Ledger.OrderShape.self,
+            AppendStatements.GroupWriteShape.self, EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionsShape.self, Ledger.OrderShape.self,
             Ledger.TransactionShape.self,
         ]
         #expect(Set(shapes.map { $0.name }).count == shapes.count)

@@ -50,28 +50,6 @@ extension EventStore {
         return (events, streamVersion)
     }
 
-    /// The order's stream version now (nil: no such order), confirming a cached token like a page does: all a
-    /// request needs to know that an answer rendered at that version is still the answer.
-    func streamVersion(_ orderId: String) async throws -> Int? {
-        let confirmsTokens = self.confirmsTokens
-        return try await client.withConnection(within: Deadline.remaining) { [logger] connection in
-            var found: (version: Int, epoch: Int64)?
-            let rows = try await connection.query(Self.versionQuery(orderId), preparedAs: VersionShape.self, logger: logger)
-            for try await (version, epoch) in rows.decode((Int, Int64).self) { found = (version, epoch) }
-            if confirmsTokens, let found { try await TokenConfirmation.confirm(epoch: found.epoch) }
-            return found?.version
-        }
-    }
-
-    static func versionQuery(_ orderId: String) -> PostgresQuery {
-        "SELECT version, (SELECT epoch FROM api_token_epoch) FROM streams WHERE order_id = \(orderId)"
-    }
-
-    enum VersionShape: StatementShape {
-        static let name = "ledger.stream-version"
-        static let sql = versionQuery("").sql
-    }
-
     /// Whether the event at `position` is here: on a replica, whether it has replayed that append's commit.
     func holds(position: Int64) async throws -> Bool {
         try await client.query("SELECT EXISTS (SELECT 1 FROM events WHERE position = \(position))", logger: logger) { rows in
