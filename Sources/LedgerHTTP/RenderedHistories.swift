@@ -6,8 +6,9 @@ import Synchronization
 /// History pages as rendered once. An event log never changes and a new event only ever takes a higher version, so
 /// the answer to one history request (order, `asOf`, `after`, `limit`) rendered at stream version V is the answer
 /// again for as long as the stream stays at V. A request for a page rendered before asks the database one small
-/// question — the stream's version, which also confirms a cached token (`Ledger.streamVersion`) — and is answered
-/// with the bytes already rendered: no events read, no fold, no JSON built.
+/// question — the stream's version, which also confirms a cached token (`Ledger.streamVersion`, read together with
+/// the other requests' meanwhile) — and is answered with the bytes already rendered: no events read, no fold, no JSON
+/// built.
 ///
 /// The version is also the page's `ETag`; a client that sends it back (`If-None-Match`) gets `304 Not Modified` while
 /// it still holds. Bounded: past `budget` bytes (32 MiB: some 8,000 pages of a six-event story), the oldest page
