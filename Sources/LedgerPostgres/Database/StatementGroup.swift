@@ -8,7 +8,7 @@ import Synchronization
 /// One group at a time, led by the request that found none being done, or, once one is done, by the longest waiting
 /// request, which takes every request waiting behind it (at most `largest`; two items with one `key` never share a
 /// group: the second waits for the next). Nobody waits on a timer, so a request alone is served at once, and groups
-/// grow with the load. `EventStore` keeps one group of each kind per pool (one pool per event loop,
+/// grow with the load. Each pool keeps one group of each kind (`SessionPool.groups`; one pool per event loop,
 /// `EventLoopPools`).
 ///
 /// The leader does the group within its own request's deadline (`Deadline.remaining`); the others waiting behind it

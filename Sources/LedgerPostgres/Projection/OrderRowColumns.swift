@@ -4,8 +4,8 @@ import PostgresNIO
 
 /// The `orders` row, column by column, in one list: its name and SQL type, how an order fills it in the append's write
 /// statement, how many orders fill it in the grouped append's (an array), and how the rebuild's bulk fill writes it
-/// (`COPY` text). Every statement that names the columns or binds
-/// their values is built from this list; `OrderRows.decodeOrder` reads them back in this order.
+/// (`COPY` text). Every statement that names the columns or binds their values is built from this list;
+/// `OrderRows.decodeOrder` reads them back in this order.
 struct OrderRowColumn: Sendable {
     typealias Interpolation = PostgresQuery.StringInterpolation
 
@@ -13,7 +13,7 @@ struct OrderRowColumn: Sendable {
     let type: String
     /// Binds one order's value (NULL for no order).
     let value: @Sendable (inout Interpolation, Order?) -> Void
-    /// Binds the values of many orders as one array, of `arrayType`.
+    /// Binds the values of many orders as one array (cast with `arrayCast`).
     let values: @Sendable (inout Interpolation, [Order]) -> Void
     /// Writes one order's value as a field of a `COPY` row.
     let copy: @Sendable (inout CopyTextRows, Order) -> Void
