@@ -15,6 +15,20 @@ import Darwin
 /// a temporary file rather than a pipe, because the server `pg_ctl` starts inherits the descriptor and would keep a
 /// pipe open forever. Standard input is /dev/null so nothing waits on a terminal.
 enum ChildProcess {
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
+    /// declare: looked up by name; nil where the C library has none.
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            return nil
+        }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
+
     static func run(_ argv: [String]) throws -> (status: Int32, output: String) {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).out").path
         defer { unlink(outputPath) }
@@ -25,6 +39,10 @@ enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of ours: a descriptor without close-on-exec (NIO's sockets among them) would be the server's
+        // too. A test process with hundreds of sessions open left a standby it restarted 35 descriptors short of
+        // the 58 PostgreSQL needs to start ("insufficient file descriptors available to start server process").
+        closeFrom?(&actions, 3)
 
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
