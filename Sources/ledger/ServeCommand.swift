@@ -50,6 +50,7 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "ledger")
         let (verifiers, questions) = try providers.loadWithQuestions(logger: logger)
         let port = port ?? ProcessInfo.processInfo.environment["PORT"].flatMap(Int.init) ?? 8080
+        try await ListeningPort.ensureFree(host: host, port: port)
         let lock = try ServeLock.acquire(url: database.url)
         let (resolved, started) = try Database.resolve(url: database.url, poolSize: poolSize)
         // Holding the lock, a cluster found running was left by a serve that ended without stopping it: it is ours now.
@@ -100,10 +101,7 @@ struct ServeCommand: AsyncParsableCommand {
                 try await ServeServices.run(app: app, loops: loops, pools: pools, logger: logger)
             }
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
-            throw CommandFailure("""
-                port \(port) on \(host) is already in use (another ledger serve?): stop that process, or choose another \
-                port with --port or PORT (0: any free port)
-                """)
+            throw ListeningPort.inUse(host: host, port: port)
         }
     }
 }

@@ -34,14 +34,28 @@ enum LedgerBinary {
         return (outcome, (lines.last.flatMap { Int($0) } ?? Int.max) / 1024)
     }
 
+    /// How long a command may run before it is killed and its test fails: well past the longest (a million-line
+    /// reconcile, ~4 minutes under the whole suite), well short of CI's half-hour watchdog, which a hung command
+    /// (once, a `serve` whose failed start deadlocked) would otherwise hold with no word of which test it was.
+    static let limit = Duration.seconds(600)
+
     private static func run(_ launch: Launch) async throws -> Outcome {
         defer { try? FileManager.default.removeItem(at: launch.directory) }
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            if launch.process.isRunning { kill(launch.process.processIdentifier, SIGKILL) }
+        }
+        defer { watchdog.cancel() }
         // Waiting through the termination handler, not waitUntilExit, which would tie up a test thread's run loop.
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             launch.process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do { try launch.process.run() } catch { continuation.resume(throwing: error) }
         }
-        return Outcome(status: status, stdout: try launch.standardOutput(), stderr: try launch.standardError())
+        var stderr = try launch.standardError()
+        if launch.process.terminationReason == .uncaughtSignal, status == SIGKILL {
+            stderr += "\n(killed after \(limit): it had not ended)"
+        }
+        return Outcome(status: status, stdout: try launch.standardOutput(), stderr: stderr)
     }
 
     /// Runs the command again until `done` holds for its outcome (or 120 s pass), and returns the last outcome. For

@@ -112,9 +112,10 @@ struct ServeShutdownTests {
         let second = try await LedgerBinary.run(["serve", "--port", "0"], databaseURL: "", environment: environment)
         #expect(second.status == 1)
         #expect(second.stderr.contains("another ledger serve (pid \(first.launch.process.processIdentifier)) is using"), "\(second.stderr)")
-        // The port is taken too: said as such, with what to do.
+        // The port is taken too: said as such, with what to do, before any database is started for it.
         let samePort = try await LedgerBinary.run(["serve", "--port", String(first.port)], databaseURL: "",
                                                   environment: ["LEDGER_DATA_DIR": dataDirectory.path + "-other"])
+        #expect(!FileManager.default.fileExists(atPath: dataDirectory.path + "-other"), "a database was started for it")
         try? FileManager.default.removeItem(atPath: dataDirectory.path + "-other")
         #expect(samePort.stderr.contains("port \(first.port) on 127.0.0.1 is already in use"), "\(samePort.stderr)")
 
