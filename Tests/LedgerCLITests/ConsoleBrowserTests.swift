@@ -27,11 +27,15 @@ struct ConsoleBrowserTests {
                 for event in events { _ = try await ledger.record(orderId: orderId, events: [event], metadata: metadata) }
             }
             normal.accountId = "acct-alice"
-            try await post("order-normal", [normal.created, normal.queued])
-            // The console's as-of is to the millisecond: the later events are recorded two milliseconds after this
-            // moment at the least, so "as of normalQueuedAt + 1 ms" falls between them.
-            normalQueuedAt = Date().addingTimeInterval(0.001)
-            while Date().timeIntervalSince(normalQueuedAt) < 0.001 { await Task.yield() }
+            try await post("order-normal", [normal.created])
+            let queued = try await ledger.record(orderId: "order-normal", events: [normal.queued], metadata: metadata)
+            // The console's as-of is to the millisecond: as of the queued event's recorded time, rounded up to one.
+            // A later event's recorded time is the database's clock as the node estimates it, admitted up to a second
+            // before the database's own (`RecentStreams`) — once, the receipt was recorded 16 ms before a moment this
+            // test had taken after the queued event — so the later events wait until that second has passed too.
+            normalQueuedAt = Date(timeIntervalSince1970: (queued.order.updatedAt.timeIntervalSince1970 * 1000).rounded(.up) / 1000)
+            let later = normalQueuedAt.addingTimeInterval(TimeInterval(RecentStreams.clockToleranceSeconds) + 0.005)
+            while Date() < later { try await Task.sleep(for: .milliseconds(10)) }
             try await post("order-normal", [normal.receipt, normal.verified, normal.granted(), normal.finished])
             lost.accountId = "acct-alice"
             try await post("order-lost", [lost.created, lost.queued, lost.receipt, lost.verified])
@@ -134,7 +138,7 @@ struct ConsoleBrowserTests {
             [.string(asOf)])
         try await browser.click("#asof-form button")
         _ = try await browser.element("#asof-note")
-        // Said in full when it fails: once in a dozen runs the as-of page was not the one expected (not reproduced).
+        // Said in full when it fails.
         let shown = try await browser.run("""
             return [location.hash, document.getElementById('asof-note')?.textContent, document.querySelector('#story')?.textContent]
             """)
