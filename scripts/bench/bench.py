@@ -346,6 +346,13 @@ def main():
     horders = args.history_orders or (2000 if args.quick else 5000)
     client_counts = [int(c) for c in args.clients.split(",") if c.strip()]
 
+    if client_counts and not shutil.which("wrk"):
+        # Said first and in the table: Python's load generator takes a share of the two cores from the service it
+        # measures (stop 39's first run on a new machine had no wrk, and its history phase did 0.7x of the same
+        # build's with wrk), so such a run's figures do not compare with the ones in BENCHMARKS.md.
+        log("WARNING: wrk not found (apt-get install wrk): the service is driven by loadgen.py, which takes CPU from "
+            "it; these figures do not compare with runs driven by wrk")
+
     ledger = release_ledger()
     os.makedirs(args.out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="run-", dir=args.out)
@@ -604,6 +611,10 @@ def table(results):
     during += [f"{kind} after a burst" for kind, burst in results.get("burst", {}).items()
                if burst["service"].get("checkpoints_during")]
     lines.append(f"Phases a checkpoint started in: {', '.join(during) if during else 'none'}.")
+    driver = results.get("loadgen_event_loop")
+    if driver and driver != "wrk":
+        lines.append(f"The service was driven by loadgen.py ({driver}), not wrk: it took CPU from the service, so these "
+                     "figures do not compare with runs driven by wrk.")
     lines.append("")
     for t in results.get("targets", []):
         lines.append(f"- {'MET    ' if t['met'] else 'NOT MET'} {t['target']}: {t['figure']}")
