@@ -115,7 +115,7 @@ struct DataFields {
 
     func uuid(_ key: String) throws(EventValidationError) -> UUID? {
         guard let text = try string(key) else { return nil }
-        guard let uuid = UUID(uuidString: text) else { throw refuse(key, "must be a UUID") }
+        guard let uuid = UUID(text: text) else { throw refuse(key, "must be a UUID") }
         return uuid
     }
 

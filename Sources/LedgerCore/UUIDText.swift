@@ -22,3 +22,34 @@ extension UUID {
         }
     }
 }
+
+extension UUID {
+    /// Parses a UUID's text: 32 hex digits, either case, in groups of 8-4-4-4-12 — the form `lowercasedText` writes
+    /// and `UUID(uuidString:)` reads. Read digit by digit: Foundation's parses with `sscanf` on Linux (~0.7 µs, 1.5 %
+    /// of a batch's CPU, six event ids), and `sscanf` also takes what is not a UUID's text, such as a digit group
+    /// with a sign or spaces before it; this refuses them.
+    public init?(text: String) {
+        var text = text
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = text.withUTF8 { digits in
+            withUnsafeMutableBytes(of: &uuid) { bytes in
+                guard digits.count == 36 else { return false }
+                var offset = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        guard digits[offset] == UInt8(ascii: "-") else { return false }
+                        offset += 1
+                    }
+                    guard let high = digits[offset].hexDigitValue, let low = digits[offset + 1].hexDigitValue else {
+                        return false
+                    }
+                    bytes[index] = high << 4 | low
+                    offset += 2
+                }
+                return true
+            }
+        }
+        guard parsed else { return nil }
+        self.init(uuid: uuid)
+    }
+}

@@ -82,7 +82,7 @@ struct JSONFields {
 
     func uuid(_ key: String) throws -> UUID? {
         guard let text = try string(key) else { return nil }
-        guard let uuid = UUID(uuidString: text) else { throw APIError.invalidRequest(field: name(key), "\(name(key)) must be a UUID") }
+        guard let uuid = UUID(text: text) else { throw APIError.invalidRequest(field: name(key), "\(name(key)) must be a UUID") }
         return uuid
     }
 

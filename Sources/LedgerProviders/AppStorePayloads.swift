@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// A notification type as Apple names it (`SUBSCRIBED`, `REFUND`, ...). A string-backed struct, not an enum, so a
 /// type Apple adds later still decodes and reaches the ledger, which decides what to do with it.
@@ -152,7 +153,7 @@ enum AppStoreWire {
 
     static func uuid(_ text: String?, field: String) throws(AppStoreVerificationError) -> UUID? {
         guard let text else { return nil }
-        guard let uuid = UUID(uuidString: text) else { throw .malformedPayload(field: field) }
+        guard let uuid = UUID(text: text) else { throw .malformedPayload(field: field) }
         return uuid
     }
 
