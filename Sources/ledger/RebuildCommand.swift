@@ -8,7 +8,7 @@ struct RebuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rebuild", abstract: "Rebuild every projection from the event log, while the service runs.")
 
-    @Option(name: .customLong("page-size"), help: "Events read per page.") var pageSize = 10_000
+    @Option(name: .customLong("page-size"), help: "Events read per page.") var pageSize = ProjectionRebuild.defaultPageSize
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
