@@ -12,16 +12,26 @@ import UnixSignals
 ///
 /// The order is the fix for a `serve` that never exited: the clients used to stop with the server, while the digest
 /// sealer, holding one pooled connection, waited for a second that the stopping pool never gave.
-/// A second signal cancels what still runs and ends `serve` at once; a shutdown longer than `shutdownLimit` is
-/// cancelled, and 5 s later `serve` ends without waiting: a pool waiting for a lease that never returns cannot hold it.
+/// A second signal cancels what still runs and ends `serve` at once. Once `serve` begins to stop, for whatever reason —
+/// a signal, or a service that failed or ended on its own (the group then cancels the others) — it ends within
+/// `shutdownLimit` and `cancellationGrace` more, without waiting for what is still stuck: a pool waiting for a lease
+/// that never returns, or a task that misses its cancellation (swift-async-algorithms' `merge`, issue #430, under
+/// Hummingbird's date cache), cannot hold it.
 enum ServeServices {
     static let shutdownLimit: Duration = .seconds(10)
+    static let cancellationGrace: Duration = .seconds(5)
 
-    static func run(app: some Service, loops: [BackgroundLoop], pools: [any Service], logger: Logger) async throws {
-        var configuration = ServiceGroupConfiguration(services: pools + loops + [app], logger: logger)
-        configuration.maximumGracefulShutdownDuration = shutdownLimit
-        let group = ServiceGroup(configuration: configuration)
+    static func run(
+        app: some Service, loops: [BackgroundLoop], pools: [any Service], logger: Logger,
+        limit: Duration = shutdownLimit, grace: Duration = cancellationGrace
+    ) async throws {
         let stopped = FirstOutcome()
+        let stopping = StopLimit(within: limit + grace, settling: stopped, logger: logger)
+        let services: [any Service] = pools + loops + [app]
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { WatchedService(service: $0, stopping: stopping) }, logger: logger)
+        configuration.maximumGracefulShutdownDuration = limit
+        let group = ServiceGroup(configuration: configuration)
         // Signals are watched here, not by the group, which takes a signal either for shutdown or for cancellation.
         let running = Task {
             do {
@@ -38,14 +48,8 @@ enum ServeServices {
                 caught += 1
                 if caught == 1 {
                     logger.info("\(signal): stopping (a second signal stops at once)")
+                    stopping.begin()
                     await group.triggerGracefulShutdown()
-                    // A pool can wait for ever for a lease a deadline abandoned (docs/operating.md): past the limit and
-                    // the cancellation after it, serve ends without waiting for what is still stuck.
-                    Task {
-                        try? await Task.sleep(for: shutdownLimit + .seconds(5))
-                        logger.warning("still stopping after \(shutdownLimit + .seconds(5)): ending without waiting for the rest")
-                        stopped.settle(.success(()))
-                    }
                 } else {
                     logger.warning("\(signal) again: stopping at once")
                     running.cancel()
@@ -56,6 +60,53 @@ enum ServeServices {
         defer { watcher.cancel() }
         try await stopped.value().get()
     }
+}
+
+/// Ends `serve` a bounded time after it began to stop: settles `stopped` with the first failure that began it (or
+/// success, for a signal) unless the service group's own end settled it first.
+final class StopLimit: Sendable {
+    private let state = Mutex<(began: Bool, failure: (any Error)?)>((false, nil))
+    private let within: Duration
+    private let stopped: FirstOutcome
+    private let logger: Logger
+
+    init(within: Duration, settling stopped: FirstOutcome, logger: Logger) {
+        self.within = within
+        self.stopped = stopped
+        self.logger = logger
+    }
+
+    func begin(after failure: (any Error)? = nil) {
+        let first = state.withLock { state -> Bool in
+            defer { state.began = true }
+            if !state.began { state.failure = failure }
+            return !state.began
+        }
+        guard first else { return }
+        Task {
+            try? await Task.sleep(for: within)
+            logger.warning("still stopping after \(within): ending without waiting for the rest")
+            stopped.settle(state.withLock { $0.failure }.map { .failure($0) } ?? .success(()))
+        }
+    }
+}
+
+/// One of `serve`'s services, whose end — a failure, or a return before shutdown — begins the stop limit.
+struct WatchedService: Service, CustomStringConvertible {
+    let service: any Service
+    let stopping: StopLimit
+
+    func run() async throws {
+        do {
+            try await service.run()
+        } catch {
+            stopping.begin(after: error)
+            throw error
+        }
+        stopping.begin()
+    }
+
+    var description: String { String(describing: service) }
 }
 
 /// The first outcome settled, by whichever comes first: the service group's end, or a reason to stop waiting for it.
