@@ -4,7 +4,10 @@ import Foundation
 /// Reads the members of one JSON object of event data, refusing unknown members and naming the field in
 /// every refusal. `null` reads as absent.
 struct DataFields {
-    let members: [String: JSONValue]
+    /// The object's members, in their order: a list, not a dictionary — an event's data has a few, and finding one by
+    /// comparing names costs less than hashing them (every stored event is read through here).
+    /// Unlabelled, as the parser gives them: a list of labelled pairs would be a copy of it.
+    let members: [(String, JSONValue)]
     /// Where this object sits, e.g. `data` or `data.amount`.
     let path: String
 
@@ -15,15 +18,19 @@ struct DataFields {
     let rules: Rules
 
     /// `owner` names what the object is in the unknown-field message ("order.created", "an amount").
-    /// `allowed` is a list, not a set: it has a few names, and comparing a member's name with each costs less than
-    /// hashing it (every stored event is read through here).
     init(_ value: JSONValue, path: String, owner: String, allowing allowed: [String], rules: Rules) throws(EventValidationError) {
-        guard case .object(let members) = value else {
-            throw .invalidField(field: path, message: "\(path) must be a JSON object")
-        }
+        guard case .object(let members) = value else { throw Self.notAnObject(path) }
+        try self.init(members: members.map { ($0.key, $0.value) }, path: path, owner: owner, allowing: allowed, rules: rules)
+    }
+
+    /// An object's members as the parser read them (`JSONParser.parseMembers`). `allowed` is a list, not a set: it
+    /// has a few names, and comparing a member's name with each costs less than hashing it.
+    init(members: [(String, JSONValue)], path: String, owner: String, allowing allowed: [String], rules: Rules)
+        throws(EventValidationError)
+    {
         // Checked without gathering the unknown members: a stored event read back has none.
-        if members.keys.contains(where: { !allowed.contains($0) }),
-            let first = members.keys.filter({ !allowed.contains($0) })
+        if members.contains(where: { !allowed.contains($0.0) }),
+            let first = members.map(\.0).filter({ !allowed.contains($0) })
                 .min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
         {
             throw .invalidField(field: "\(path).\(first)", message: "\(path).\(first) is not a field of \(owner)")
@@ -33,6 +40,10 @@ struct DataFields {
         self.rules = rules
     }
 
+    static func notAnObject(_ path: String) -> EventValidationError {
+        .invalidField(field: path, message: "\(path) must be a JSON object")
+    }
+
     func name(_ key: String) -> String { "\(path).\(key)" }
 
     func refuse(_ key: String, _ rule: String) -> EventValidationError {
@@ -40,7 +51,7 @@ struct DataFields {
     }
 
     func value(_ key: String) -> JSONValue? {
-        guard let value = members[key], value != .null else { return nil }
+        guard let value = members.first(where: { $0.0 == key })?.1, value != .null else { return nil }
         return value
     }
 

@@ -14,9 +14,23 @@ extension OrderEvent {
         try self.init(type: type, data: data, rules: .stored)
     }
 
+    /// Parses an event read back from the log, as `init(storedType:data:)`, straight from its data's JSON text: the
+    /// data's members are read as a list, never hashed into a dictionary (a rebuild reads every stored event).
+    /// Throws a `JSONSyntaxError` when the text is not JSON, else an `EventValidationError`.
+    public init(storedType type: String, dataText: [UInt8]) throws {
+        guard let eventType = EventType(rawValue: type) else { throw EventValidationError.unknownEventType(type) }
+        guard let members = try JSONParser.parseMembers(dataText) else { throw DataFields.notAnObject("data") }
+        try self.init(
+            eventType,
+            DataFields(members: members, path: "data", owner: type, allowing: Self.fieldNames(of: eventType), rules: .stored))
+    }
+
     init(type: String, data: JSONValue, rules: DataFields.Rules) throws(EventValidationError) {
         guard let eventType = EventType(rawValue: type) else { throw .unknownEventType(type) }
-        let fields = try DataFields(data, path: "data", owner: type, allowing: Self.fieldNames(of: eventType), rules: rules)
+        try self.init(eventType, DataFields(data, path: "data", owner: type, allowing: Self.fieldNames(of: eventType), rules: rules))
+    }
+
+    private init(_ eventType: EventType, _ fields: DataFields) throws(EventValidationError) {
         switch eventType {
         case .orderCreated: self = .created(try OrderCreated(fields))
         case .paymentQueued: self = .paymentQueued(try PaymentQueued(fields))

@@ -80,19 +80,44 @@ struct JSONParser {
         }
     }
 
+    /// The members of the one object `bytes` holds, in their order, without hashing them into a dictionary (nil when
+    /// the value is not an object): for a stored event's data, one small object read member by member (`DataFields`),
+    /// by the million in a rebuild.
+    static func parseMembers(_ bytes: [UInt8]) throws(JSONSyntaxError) -> [(String, JSONValue)]? {
+        var parser = JSONParser(bytes: bytes, streamSafe: false)
+        parser.skipWhitespace()
+        guard parser.current == UInt8(ascii: "{") else {
+            _ = try parse(bytes)
+            return nil
+        }
+        try parser.members(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
+        return parser.pending
+    }
+
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
-        index += 1  // {
         // Members are gathered on `pending`, one list the whole parse shares (a nested object's members go on top of
         // its parent's and are taken off when it ends), and hashed into the dictionary once, at its final size:
         // inserting as they came grew the dictionary several times per object, hashing every key again each time, and
         // a list of its own per object grew and was freed with it (a rebuild parses every stored event).
         let first = pending.count
         defer { pending.removeLast(pending.count - first) }
+        try members(depth: depth)
+        var members = [String: JSONValue](minimumCapacity: pending.count - first)
+        for (name, value) in pending[first...] { members[name] = value }
+        return .object(members)
+    }
+
+    /// Reads an object's members, from its `{` to its `}`, onto the end of `pending`.
+    private mutating func members(depth: Int) throws(JSONSyntaxError) {
+        index += 1  // {
+        let first = pending.count
         var repeated = RepeatedNames()
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
-            return .object([:])
+            return
         }
         while true {
             skipWhitespace()
@@ -112,9 +137,7 @@ struct JSONParser {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"):
                 index += 1
-                var members = [String: JSONValue](minimumCapacity: pending.count - first)
-                for (name, value) in pending[first...] { members[name] = value }
-                return .object(members)
+                return
             default: throw error("expected ',' or '}'")
             }
         }

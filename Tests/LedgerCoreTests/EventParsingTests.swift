@@ -163,6 +163,59 @@ struct EventParsingTests {
         }
     }
 
+    /// What a rebuild reads: the data's JSON text, its members never hashed into a dictionary
+    /// (`OrderEvent(storedType:dataText:)`), read as the tree of the same text is.
+    @Test(arguments: EventType.allCases)
+    func storedDataTextParsesToTheSameEventAsItsTree(type: EventType) throws {
+        for posted in [PostedData.minimal[type]!, PostedData.complete[type]!] {
+            let event = try OrderEvent(type: type.rawValue, data: posted)
+            let text = Array(event.data.canonicalJSON.utf8)
+            #expect(try OrderEvent(storedType: type.rawValue, dataText: text) == event)
+            #expect(try OrderEvent(storedType: type.rawValue, dataText: Array(" \n".utf8) + text + Array("\t ".utf8)) == event)
+        }
+    }
+
+    @Test func storedDataTextIsRefusedAsItsTreeIs() throws {
+        func refusal(_ type: String, _ text: String) -> String? {
+            do {
+                _ = try OrderEvent(storedType: type, dataText: Array(text.utf8))
+                return nil
+            } catch let error as EventValidationError {
+                return error.message
+            } catch let error as JSONSyntaxError {
+                return "JSON: \(error.reason)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refusal("order.refunded", #"{"transactionId":"t-1","colour":"red","size":1}"#)
+            == "data.colour is not a field of order.refunded")
+        #expect(refusal("order.refunded", #"{"transactionId":"t-1","amount":{"value":1,"currency":"USD","x":1}}"#)
+            == "data.amount.x is not a field of an amount")
+        #expect(refusal("order.refunded", #"{"amount":null}"#) == "data.transactionId is required")
+        for notAnObject in ["[]", #""text""#, "1", "null", "true"] {
+            #expect(refusal("order.refunded", notAnObject) == "data must be a JSON object", "\(notAnObject)")
+        }
+        #expect(refusal("order.refunded", #"{"transactionId":"t-1","transactionId":"t-2"}"#)
+            == #"JSON: duplicate member name "transactionId""#)
+        #expect(refusal("order.refunded", #"{"transactionId":"t-1",}"#) == "JSON: expected a member name")
+        #expect(refusal("order.refunded", #"{"transactionId":"t-1"} {}"#) == "JSON: unexpected text after the value")
+        #expect(refusal("order.shipped", "{}") == EventValidationError.unknownEventType("order.shipped").message)
+        // Null reads as absent, as in a tree.
+        #expect(try OrderEvent(storedType: "order.refunded", dataText: Array(#"{"transactionId":"t-1","reason":null}"#.utf8))
+            == .refunded(OrderRefunded(transactionId: "t-1")))
+    }
+
+    /// By the rules a stored event was written under: an amount from before `Money.maximumValue` still reads back.
+    @Test func storedDataTextIsReadByTheStoredRules() throws {
+        let text = #"{"transactionId":"t-1","amount":{"value":\#(Money.maximumValue + 1),"currency":"USD"}}"#
+        #expect(throws: EventValidationError.self) {
+            try OrderEvent(type: "order.refunded", data: JSONValue(parsing: Array(text.utf8)))
+        }
+        let stored = try OrderEvent(storedType: "order.refunded", dataText: Array(text.utf8))
+        #expect(stored == .refunded(OrderRefunded(transactionId: "t-1", amount: Money(value: Money.maximumValue + 1, currency: "USD"))))
+    }
+
     @Test func eventsNameTheirTransaction() throws {
         for type in EventType.allCases {
             let event = try OrderEvent(type: type.rawValue, data: PostedData.minimal[type]!)

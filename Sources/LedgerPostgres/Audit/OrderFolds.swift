@@ -142,7 +142,7 @@ struct OrderFolds: Sendable {
             // field of it for every event.
             if current?.orderId != orderId, let order = current.take() { finished.append(order) }
             do {
-                let event = try OrderEvent(storedType: type, data: JSONValue(parsing: data.readableBytesView))
+                let event = try OrderEvent(storedType: type, dataText: Array(data.readableBytesView))
                 current = OrderDecider.evolve(
                     current.take(), RecordedOrderEvent(orderId: orderId, version: version, event: event, recordedAt: recordedAt))
             } catch {
