@@ -85,8 +85,9 @@ final class StopLimit: Sendable {
         guard first else { return }
         Task {
             try? await Task.sleep(for: within)
-            logger.warning("still stopping after \(within): ending without waiting for the rest")
-            stopped.settle(state.withLock { $0.failure }.map { .failure($0) } ?? .success(()))
+            if stopped.settle(state.withLock { $0.failure }.map { .failure($0) } ?? .success(())) {
+                logger.warning("still stopping after \(within): ended without waiting for the rest")
+            }
         }
     }
 }
@@ -113,14 +114,17 @@ struct WatchedService: Service, CustomStringConvertible {
 final class FirstOutcome: Sendable {
     private let state = Mutex<(outcome: Result<Void, any Error>?, waiter: CheckedContinuation<Result<Void, any Error>, Never>?)>((nil, nil))
 
-    func settle(_ outcome: Result<Void, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<Void, any Error>, Never>? in
-            guard state.outcome == nil else { return nil }
+    /// Whether this was the first outcome (the one `value()` answers).
+    @discardableResult
+    func settle(_ outcome: Result<Void, any Error>) -> Bool {
+        let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Result<Void, any Error>, Never>?) in
+            guard state.outcome == nil else { return (false, nil) }
             state.outcome = outcome
             defer { state.waiter = nil }
-            return state.waiter
+            return (true, state.waiter)
         }
         waiter?.resume(returning: outcome)
+        return first
     }
 
     func value() async -> Result<Void, any Error> {
