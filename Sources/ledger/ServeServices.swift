@@ -21,9 +21,17 @@ enum ServeServices {
     static let shutdownLimit: Duration = .seconds(10)
     static let cancellationGrace: Duration = .seconds(5)
 
+    static func run(app: some Service, loops: [BackgroundLoop], pools: [any Service], logger: Logger) async throws {
+        try await run(
+            app: app, loops: loops, pools: pools, logger: logger,
+            signals: await UnixSignalsSequence(trapping: .sigterm, .sigint), limit: shutdownLimit, grace: cancellationGrace)
+    }
+
+    /// As above, stopping on `signals`: a test gives its own, since trapping the process's leaves them ignored for
+    /// good (and ignored signals are inherited by every process it starts after).
     static func run(
         app: some Service, loops: [BackgroundLoop], pools: [any Service], logger: Logger,
-        limit: Duration = shutdownLimit, grace: Duration = cancellationGrace
+        signals: some AsyncSequence<UnixSignal, Never> & Sendable, limit: Duration, grace: Duration
     ) async throws {
         let stopped = FirstOutcome()
         let stopping = StopLimit(within: limit + grace, settling: stopped, logger: logger)
@@ -41,7 +49,6 @@ enum ServeServices {
                 stopped.settle(.failure(error))
             }
         }
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let watcher = Task {
             var caught = 0
             for await signal in signals {

@@ -2,6 +2,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import Testing
+import UnixSignals
 
 @testable import ledger
 
@@ -71,7 +72,7 @@ struct ServeStopLimitTests {
             do {
                 try await ServeServices.run(
                     app: Failing(other: gate), loops: [], pools: [Stuck(gate: gate)], logger: logger,
-                    limit: .milliseconds(100), grace: .milliseconds(100))
+                    signals: AsyncStream<UnixSignal> { _ in }, limit: .milliseconds(100), grace: .milliseconds(100))
                 ended.settle(.success(()))
             } catch {
                 ended.settle(.failure(error))
