@@ -1,6 +1,6 @@
+import LedgerTestSupport
 import Logging
 import ServiceLifecycle
-import Synchronization
 import Testing
 import UnixSignals
 
@@ -13,57 +13,29 @@ import UnixSignals
 struct ServeStopLimitTests {
     struct Broken: Error {}
 
-    /// Fails once `other` runs, as a database client whose server went away does.
+    /// Fails once the stuck service runs, as a database client whose server went away does.
     struct Failing: Service {
-        let other: Gate
+        let stuckRuns: Gate
         func run() async throws {
-            await other.entered.wait()
+            await stuckRuns.wait()
             throw Broken()
         }
     }
 
     /// Ignores graceful shutdown and cancellation alike until the test lets it go.
     struct Stuck: Service {
-        let gate: Gate
+        let runs: Gate, released: Gate
         func run() async {
-            gate.entered.open()
-            await gate.released.wait()
-        }
-    }
-
-    final class Gate: Sendable {
-        let entered = Latch(), released = Latch()
-    }
-
-    /// Opens once; waiting on it cannot be cancelled.
-    final class Latch: Sendable {
-        private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-        func open() {
-            let waiters = state.withLock { state in
-                state.open = true
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
-        }
-
-        func wait() async {
-            await withCheckedContinuation { continuation in
-                let open = state.withLock { state in
-                    if !state.open { state.waiters.append(continuation) }
-                    return state.open
-                }
-                if open { continuation.resume() }
-            }
+            runs.open()
+            await released.wait()
         }
     }
 
     struct StillRunning: Error {}
 
     @Test func aFailureEndsServeWithinItsLimitAndReportsTheFailure() async throws {
-        let gate = Gate()
-        defer { gate.released.open() }
+        let stuckRuns = Gate(), released = Gate()
+        defer { released.open() }
         let logger = Logger(label: "serve-stop-limit")
         // Raced against a bound of its own, so that a serve that does not end fails this test instead of hanging the
         // run (the stuck service ignores the cancellation a test time limit would send).
@@ -71,8 +43,9 @@ struct ServeStopLimitTests {
         Task {
             do {
                 try await ServeServices.run(
-                    app: Failing(other: gate), loops: [], pools: [Stuck(gate: gate)], logger: logger,
-                    signals: AsyncStream<UnixSignal> { _ in }, limit: .milliseconds(100), grace: .milliseconds(100))
+                    app: Failing(stuckRuns: stuckRuns), loops: [], pools: [Stuck(runs: stuckRuns, released: released)],
+                    logger: logger, signals: AsyncStream<UnixSignal> { _ in }, limit: .milliseconds(100),
+                    grace: .milliseconds(100))
                 ended.settle(.success(()))
             } catch {
                 ended.settle(.failure(error))

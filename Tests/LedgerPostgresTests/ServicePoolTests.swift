@@ -189,29 +189,3 @@ final class Barrier: Sendable {
         }
     }
 }
-
-/// Holds its waiters, ignoring cancellation, until it is opened.
-final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-
-    var isOpen: Bool { state.withLock { $0.open } }
-
-    func open() {
-        let waiting = state.withLock { state in
-            state.open = true
-            defer { state.waiting = [] }
-            return state.waiting
-        }
-        for waiter in waiting { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let open = state.withLock { state in
-                if !state.open { state.waiting.append(continuation) }
-                return state.open
-            }
-            if open { continuation.resume() }
-        }
-    }
-}
