@@ -111,10 +111,16 @@ struct WatchedService: Service, CustomStringConvertible {
             stopping.begin(after: error)
             throw error
         }
-        stopping.begin()
+        // A return before shutdown is a failure too (the group reports it so): `serve` exits non-zero either way.
+        stopping.begin(after: Task.isShuttingDownGracefully ? nil : EndedEarly(service: description))
     }
 
     var description: String { String(describing: service) }
+
+    struct EndedEarly: Error, CustomStringConvertible {
+        let service: String
+        var description: String { "\(service) ended while serve was running" }
+    }
 }
 
 /// The first outcome settled, by whichever comes first: the service group's end, or a reason to stop waiting for it.

@@ -31,21 +31,30 @@ struct ServeStopLimitTests {
         }
     }
 
+    /// Returns at once, as a loop that gave up would.
+    struct Returning: Service {
+        let stuckRuns: Gate
+        func run() async {
+            await stuckRuns.wait()
+        }
+    }
+
     struct StillRunning: Error {}
 
-    @Test func aFailureEndsServeWithinItsLimitAndReportsTheFailure() async throws {
+    /// Runs `serve`'s services, `app` beside a service that never stops, with a 100 ms limit and 100 ms grace; how it
+    /// ended. Raced against a bound of its own, so that a serve that does not end fails the test instead of hanging
+    /// the run (the stuck service ignores the cancellation a test time limit would send).
+    static func end(of app: (_ stuckRuns: Gate) -> some Service) async -> Result<Void, any Error> {
         let stuckRuns = Gate(), released = Gate()
         defer { released.open() }
-        let logger = Logger(label: "serve-stop-limit")
-        // Raced against a bound of its own, so that a serve that does not end fails this test instead of hanging the
-        // run (the stuck service ignores the cancellation a test time limit would send).
+        let app = app(stuckRuns)
         let ended = FirstOutcome()
         Task {
             do {
                 try await ServeServices.run(
-                    app: Failing(stuckRuns: stuckRuns), loops: [], pools: [Stuck(runs: stuckRuns, released: released)],
-                    logger: logger, signals: AsyncStream<UnixSignal> { _ in }, limit: .milliseconds(100),
-                    grace: .milliseconds(100))
+                    app: app, loops: [], pools: [Stuck(runs: stuckRuns, released: released)],
+                    logger: Logger(label: "serve-stop-limit"), signals: AsyncStream<UnixSignal> { _ in },
+                    limit: .milliseconds(100), grace: .milliseconds(100))
                 ended.settle(.success(()))
             } catch {
                 ended.settle(.failure(error))
@@ -55,6 +64,16 @@ struct ServeStopLimitTests {
             try? await Task.sleep(for: .seconds(30))
             ended.settle(.failure(StillRunning()))
         }
-        await #expect(throws: Broken.self, "serve ends, with the failure") { try await ended.value().get() }
+        return await ended.value()
+    }
+
+    @Test func aFailureEndsServeWithinItsLimitAndReportsTheFailure() async throws {
+        let ended = await Self.end { Failing(stuckRuns: $0) }
+        #expect(throws: Broken.self, "serve ends, with the failure") { try ended.get() }
+    }
+
+    @Test func aServiceEndingEarlyEndsServeWithinItsLimitAsAFailure() async throws {
+        let ended = await Self.end { Returning(stuckRuns: $0) }
+        #expect(throws: WatchedService.EndedEarly.self, "serve ends, and not as after a signal") { try ended.get() }
     }
 }

@@ -57,8 +57,9 @@ public struct ProjectionRebuild: Sendable {
         self.logger = logger
     }
 
-    /// As many ranges of order ids folded at once as there are cores (at most 4): folding is the rebuild's work,
-    /// decoding and checking each event in Swift, and PostgreSQL's part (reading pages, inserting rows) is small.
+    /// As many ranges of order ids folded at once as there are cores (at most 4): the fold (decoding and checking each
+    /// event in Swift) and PostgreSQL's part (reading the pages, copying rows in) each take about half of the machine
+    /// (stop 40: 49 % and 44 % on two cores), so the ranges keep both busy.
     public static let defaultParallelism = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
 
     /// Events read per page of each range: memory holds about a page per range (the rebuild's peak RSS 52 MB at
