@@ -95,6 +95,8 @@ extension EventStore {
                 guard losses < Self.raceRetries else { throw EventStoreError.contended(orderId: orderId) }
             } catch where losses < Self.raceRetries && Self.isLostRace(error, queued: losses > 0) {
             } catch {
+                // A write whose commit was not confirmed may have left the stream as remembered, or not.
+                memory.missed(orderId)
                 throw underlyingError(error)  // a refusal or conflict thrown inside the queue's transaction
             }
             losses += 1

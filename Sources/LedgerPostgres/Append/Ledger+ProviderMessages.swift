@@ -102,7 +102,7 @@ extension Ledger {
             """
             SELECT order_id FROM provider_messages
             WHERE provider = \(fact.provider.rawValue) AND notification_id = \(fact.notificationId)
-            """, logger: store.logger
+            """, .reads, logger: store.logger
         ) { rows in
             for try await orderId in rows.decode(String?.self) { return .some(orderId) }
             return nil
@@ -123,7 +123,7 @@ extension Ledger {
                 UNION ALL
                 SELECT order_id, 1000 FROM orders WHERE app_account_token = \(match.appAccountToken)
             ) AS found ORDER BY rank, order_id LIMIT 1
-            """, logger: store.logger
+            """, .reads, logger: store.logger
         ) { rows in
             for try await orderId in rows.decode(String.self) { return orderId }
             return nil

@@ -86,7 +86,7 @@ struct AuditLog: Sendable {
             SELECT \(unescaped: Self.columns)
             FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
             WHERE e.order_id = \(orderId) ORDER BY e.version
-            """, logger: logger)
+            """, .reads, logger: logger)
         for try await row in rows {
             guard try await body(try Self.decode(row)) else { return }
         }
@@ -101,7 +101,7 @@ struct AuditLog: Sendable {
             SELECT \(unescaped: Self.columns)
             FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
             WHERE e.order_id = \(orderId) ORDER BY e.version
-            """, logger: logger
+            """, .reads, logger: logger
         ) { rows in
             var links: [ChainLink] = []
             var intact = true

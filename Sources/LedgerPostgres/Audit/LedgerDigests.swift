@@ -73,7 +73,7 @@ struct LedgerDigests: Sendable {
     func all() async throws -> [Int64: DigestCheckpoint] {
         var checkpoints: [Int64: DigestCheckpoint] = [:]
         let rows = try await client.query(
-            "SELECT event_count, position, digest, recorded_at FROM ledger_digests", logger: logger)
+            "SELECT event_count, position, digest, recorded_at FROM ledger_digests", .reads, logger: logger)
         for try await (count, position, digest, recordedAt) in rows.decode((Int64, Int64, ByteBuffer, Date).self) {
             checkpoints[count] = DigestCheckpoint(
                 eventCount: count, position: position, digest: Array(digest.readableBytesView), recordedAt: recordedAt)
@@ -108,7 +108,11 @@ struct LedgerDigests: Sendable {
                 try await connection.queryToEnd("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 return checkpoint
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                // A session that closed (a failed commit closes it) holds no lock, and a statement written to it may
+                // never answer (PostgresNIO 1.33).
+                if !connection.isClosed {
+                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                }
                 throw error
             }
         }
@@ -136,13 +140,13 @@ struct LedgerDigests: Sendable {
     /// PostgreSQL has no statement that waits for another transaction's end, so this polls (20 ms).
     private func waitForTransactionsOpenNow(atMost: Duration) async throws {
         var horizon: String?
-        for try await xmax in try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text", logger: logger)
+        for try await xmax in try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text", .reads, logger: logger)
             .decode(String.self) { horizon = xmax }
         guard let horizon else { return }
         let deadline = ContinuousClock.now + atMost
         while ContinuousClock.now < deadline {
             for try await passed in try await client.query(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= \(horizon)::xid8", logger: logger
+                "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= \(horizon)::xid8", .reads, logger: logger
             ).decode(Bool.self) where passed { return }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -190,6 +194,8 @@ struct LedgerDigests: Sendable {
             """, logger: logger)
         var stored = checkpoint
         for try await recordedAt in rows.decode(Date.self) { stored.recordedAt = recordedAt }
+        // Confirmed here, not only when the session goes back: the unlock after it must not be the first to learn.
+        try await connection.confirmCommitted()
         return stored
     }
 }

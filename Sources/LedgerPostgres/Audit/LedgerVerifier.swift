@@ -80,7 +80,7 @@ struct LedgerVerifier: Sendable {
         let ids = folded.map(\.orderId)
         var stored: [String: Order] = [:]
         for try await row in try await client.query(
-            "SELECT \(unescaped: OrderRows.orderColumns) FROM orders WHERE order_id = ANY(\(ids))", logger: logger
+            "SELECT \(unescaped: OrderRows.orderColumns) FROM orders WHERE order_id = ANY(\(ids))", .reads, logger: logger
         ) {
             let order = try OrderRows.decodeOrder(row)
             stored[order.orderId] = order
@@ -90,7 +90,7 @@ struct LedgerVerifier: Sendable {
             """
             SELECT transaction_id, order_id, account_id, granted_at, finished_at, refunded_at
             FROM order_transactions WHERE order_id = ANY(\(ids))
-            """, logger: logger
+            """, .reads, logger: logger
         ).decode((String, String, String, Date?, Date?, Date?).self) {
             transactions[orderId] = TransactionRow(
                 transactionId: transactionId, orderId: orderId, accountId: accountId, grantedAt: grantedAt,
@@ -111,7 +111,7 @@ struct LedgerVerifier: Sendable {
         var drift: [VerificationReport.Drift] = []
         for try await orderId in try await client.query(
             "SELECT order_id FROM orders o WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.order_id = o.order_id)",
-            logger: logger
+            .reads, logger: logger
         ).decode(String.self) {
             drift.append(.init(table: "orders", key: orderId, field: "(row)", stored: "present", folded: "no events"))
         }
@@ -119,7 +119,7 @@ struct LedgerVerifier: Sendable {
             """
             SELECT t.transaction_id, t.order_id FROM order_transactions t
             WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.order_id = t.order_id AND o.transaction_id = t.transaction_id)
-            """, logger: logger
+            """, .reads, logger: logger
         ).decode((String, String).self) {
             drift.append(.init(
                 table: "order_transactions", key: transactionId, field: "(row)", stored: "bound to \(orderId)",

@@ -40,7 +40,7 @@ struct OrderFolds: Sendable {
     func plan(parts: Int) async throws -> (events: Int, boundaries: [String]) {
         var orders = 0, events = 0
         for try await (count, sum) in try await client.query(
-            "SELECT count(*), COALESCE(sum(version), 0)::int8 FROM streams", logger: logger
+            "SELECT count(*), COALESCE(sum(version), 0)::int8 FROM streams", .reads, logger: logger
         ).decode((Int, Int).self) {
             (orders, events) = (count, sum)
         }
@@ -51,7 +51,7 @@ struct OrderFolds: Sendable {
             """
             SELECT (SELECT order_id FROM streams ORDER BY order_id OFFSET n LIMIT 1)
             FROM unnest(\(offsets)::int8[]) AS n ORDER BY n
-            """, logger: logger
+            """, .reads, logger: logger
         ).decode(String?.self) {
             if let orderId, orderId != boundaries.last { boundaries.append(orderId) }
         }

@@ -19,7 +19,7 @@ struct ProjectionIndexes: Sendable {
                 SELECT pg_get_indexdef(i.indexrelid), pg_get_constraintdef(c.oid)
                 FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid
                 WHERE i.indrelid = \(table)::regclass ORDER BY i.indexrelid
-                """, logger: logger)
+                """, .reads, logger: logger)
             for try await (index, constraint) in rows.decode((String, String?).self) {
                 statements.append(try statement(index: index, constraint: constraint, on: table + "_rebuild"))
             }

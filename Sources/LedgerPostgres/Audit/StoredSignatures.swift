@@ -51,7 +51,7 @@ struct StoredSignatures: Sendable {
                    COALESCE(unmatched_data->'evidence'->>'signedPayload', unmatched_data->'evidence'->>'signedTransactionInfo'), NULL
             FROM provider_messages WHERE order_id IS NULL AND provider = 'app_store'
             ORDER BY 4 NULLS LAST, 1
-            """, logger: logger)
+            """, .reads, logger: logger)
         for try await (location, kind, jws, _) in rows.decode((String, String, String?, Int64?).self) {
             try await body(StoredAppStoreJWS(location: location, kind: kind == "transaction" ? .transaction : .notification, jws: jws ?? ""))
         }
@@ -69,7 +69,7 @@ struct StoredSignatures: Sendable {
                    (unmatched_data->'evidence')::text, NULL
             FROM provider_messages WHERE order_id IS NULL AND provider IN ('alipay', 'wechat_pay')
             ORDER BY 4 NULLS LAST, 1
-            """, logger: logger)
+            """, .reads, logger: logger)
         for try await (location, provider, evidence, _) in rows.decode((String, String, String?, Int64?).self) {
             // Evidence that is missing or unreadable is handed on as null: its check fails, naming what is missing.
             try await body(StoredProviderMessage(

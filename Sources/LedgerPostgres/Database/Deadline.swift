@@ -17,18 +17,36 @@ public enum Deadline {
     /// When the request being served must be answered (`forRequest`): its database calls share one deadline. An
     /// append or a read makes several (the token, the read, the write), and each used to get the whole duration: a
     /// request during an outage answered 503 after 10 s where 5 s were documented.
-    @TaskLocal public static var requestEnds: ContinuousClock.Instant?
+    @TaskLocal static var requestEnds: RequestEnd?
 
     /// What the next database call may take: the time the request being served has left, or `request` outside one.
     public static var remaining: Duration? {
         guard let requestEnds else { return request }
-        return max(.zero, requestEnds - .now)
+        return max(.zero, requestEnds.instant - .now)
     }
 
     /// Runs `body` as one request: every database call in it shares the deadline `request` sets from now.
     public static func forRequest<T>(_ body: () async throws -> T) async rethrows -> T {
         guard let request else { return try await body() }
-        return try await $requestEnds.withValue(.now + request) { try await body() }
+        return try await $requestEnds.withValue(RequestEnd(.now + request)) { try await body() }
+    }
+
+    /// The request's body has arrived: its database work has the whole deadline from now. The time the client took to
+    /// send the body is the body's own limit (`serve --body-timeout`, a 408), not the database's: a slow body was
+    /// answered 503 "the database cannot be reached".
+    public static func restartForRequest() {
+        guard let request, let requestEnds else { return }
+        requestEnds.instant = .now + request
+    }
+
+    /// A request's deadline, moved once its body has arrived (`restartForRequest`).
+    final class RequestEnd: Sendable {
+        private let end: Mutex<ContinuousClock.Instant>
+        init(_ instant: ContinuousClock.Instant) { end = Mutex(instant) }
+        var instant: ContinuousClock.Instant {
+            get { end.withLock { $0 } }
+            set { end.withLock { $0 = newValue } }
+        }
     }
 }
 
@@ -49,20 +67,21 @@ extension SessionPool {
     /// query on that connection has been seen never to return, even after the connection is closed
     /// (scripts/faults/db-restart). Such a task stays suspended; that is the price of answering.
     public func withConnection<T: Sendable>(
-        within limit: Duration?, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
+        within limit: Duration?, _ use: SessionUse = .writes, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
     ) async throws -> T {
-        guard let limit else { return try await withConnection { try await body($0) } }
+        guard let limit else { return try await withConnection(use) { try await body($0) } }
         let inUse = LeasedConnection()
         return try await withCheckedThrowingContinuation { continuation in
             let answer = FirstAnswer(continuation)
             let work = Task {
                 do {
-                    answer.give(.success(try await self.withConnection { connection in
-                        inUse.connection.withLock { $0 = connection }
-                        // Back in the pool it is someone else's: the deadline must not close it then.
-                        defer { inUse.connection.withLock { $0 = nil } }
-                        return try await body(connection)
-                    }))
+                    let connection = try await self.lease(use)
+                    defer { self.release(connection) }
+                    inUse.connection.withLock { $0 = connection }
+                    // Back in the pool it is someone else's: the deadline must not close it then. Until then, its
+                    // commit's confirmation included, a deadline closes it.
+                    defer { inUse.connection.withLock { $0 = nil } }
+                    answer.give(.success(try await connection.run(use, body)))
                 } catch {
                     answer.give(.failure(error))
                 }
@@ -118,9 +137,10 @@ private final class FirstAnswer<T: Sendable>: Sendable {
 extension SessionPool {
     /// Runs one query and reads its rows, within `Deadline.remaining` when there is a deadline.
     public func query<T: Sendable>(
-        _ query: PostgresQuery, logger: Logger, reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T
+        _ query: PostgresQuery, _ use: SessionUse = .writes, logger: Logger,
+        reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T
     ) async throws -> T {
-        try await withConnection(within: Deadline.remaining) { connection in
+        try await withConnection(within: Deadline.remaining, use) { connection in
             try await read(try await connection.query(query, logger: logger))
         }
     }

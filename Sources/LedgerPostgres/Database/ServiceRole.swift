@@ -40,7 +40,7 @@ public enum ServiceRole {
                    OR has_table_privilege('events', 'UPDATE, DELETE, TRUNCATE')
             FROM pg_roles r, pg_class c
             WHERE r.rolname = current_user AND c.oid = 'events'::regclass
-            """, logger: logger)
+            """, .reads, logger: logger)
         for try await privileged in rows.decode(Bool.self) { return privileged }
         return true
     }

@@ -30,7 +30,7 @@ public final class SessionPool: Service, Sendable {
     private let givingUpAfter: TimeAmount
     private let eventLoops: any EventLoopGroup
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     /// The work its requests do together (`StatementGroup`): the appends from memory, the stream versions.
     let groups = StatementGroups()
 
@@ -43,33 +43,60 @@ public final class SessionPool: Service, Sendable {
         self.configuration = configuration
         self.connection = Self.connectionConfiguration(configuration)
         self.maximum = max(1, configuration.options.maximumConnections)
+        self.state = Mutex(State(maximum: maximum))
         self.givingUpAfter = TimeAmount(givingUpAfter)
         self.eventLoops = eventLoopGroup
         self.logger = backgroundLogger
     }
 
-    /// Runs `body` with a session of the pool, and gives it back after.
-    public func withConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let connection = try await lease()
+    /// Runs `body` with a session of the pool, and gives it back after. Unless `use` is `.reads`, `body`'s result is
+    /// returned only once PostgreSQL has committed what it wrote (`PostgresConnection.confirmCommitted`).
+    public func withConnection<T>(_ use: SessionUse = .writes, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await lease(use)
         defer { release(connection) }
-        return try await body(connection)
+        return try await connection.run(use, body)
     }
 
-    /// `withConnection`, inside a transaction: committed when `body` returns, rolled back when it throws.
+    /// `withConnection`, inside a transaction: committed when `body` returns, rolled back when it throws. A `COMMIT`
+    /// that fails is `CommitUnconfirmed` (`underlyingError`).
     public func withTransaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
         let connection = try await lease()
         defer { release(connection) }
-        return try await connection.withTransaction(logger: logger, body)
+        do {
+            return try await connection.withTransaction(logger: logger, body)
+        } catch {
+            throw underlyingError(error)
+        }
     }
 
-    /// Runs one statement on a session of the pool; the session goes back once its rows are read to the end (or
-    /// dropped). Read them to the end: a statement's error reaches only a caller that does.
+    /// Runs one statement on a session of the pool. A statement that may write (`.writes`, the default) is run to its
+    /// end and its commit confirmed before this returns — its rows (a write's few) are kept in memory — so a caller
+    /// that drops them unread still learns of a failed statement or commit. One that only reads (`.reads`) streams:
+    /// the session goes back once its rows are read to the end (or dropped), and a statement's error reaches only a
+    /// caller that reads them to the end.
     @discardableResult
-    public func query(_ query: PostgresQuery, logger: Logger? = nil, file: String = #fileID, line: Int = #line) async throws -> PooledRows {
-        let connection = try await lease()
+    public func query(
+        _ query: PostgresQuery, _ use: SessionUse = .writes, logger: Logger? = nil, file: String = #fileID, line: Int = #line
+    ) async throws -> PooledRows {
+        let connection = try await lease(use)
+        guard use == .reads else {
+            defer { release(connection) }
+            return try await connection.run(.writes) { connection in
+                var rows: [PostgresRow] = []
+                for try await row in try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line) {
+                    rows.append(row)
+                }
+                return PooledRows(collected: rows)
+            }
+        }
         let lease = Lease(pool: self, connection: connection)
-        let rows = try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line)
-        return PooledRows(rows: rows, lease: lease)
+        do {
+            let rows = try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line)
+            return PooledRows(streaming: rows, lease: lease)
+        } catch {
+            lease.end()
+            throw error
+        }
     }
 
     /// Until the task is cancelled or the service group shuts down; then stops the pool (`close`). Leases need no
@@ -110,20 +137,27 @@ public final class SessionPool: Service, Sendable {
 
     // MARK: Leases
 
+    /// Whether the pool has ever opened a session: an error before it did means PostgreSQL could not be reached.
+    var hasConnected: Bool { state.withLock { $0.connectionsOpened > 0 } }
+
     /// An idle session, or the next one given back or opened. A cancelled task gets none: work a deadline gave up on
     /// before it started must not take a session (`withConnection(within:)` answered without it).
-    func lease() async throws -> PostgresConnection {
+    ///
+    /// Work that only reads takes at most `readLimit` of the sessions (all but a quarter, at least one kept): 16
+    /// clients reading big history pages, each with a new `asOf`, held every session, and appends waited until their
+    /// deadline (14 written in 15 s instead of 3,012). Writes wait only for each other.
+    func lease(_ use: SessionUse = .writes) async throws -> PostgresConnection {
         try Task.checkCancellation()
-        if let connection = state.withLock({ $0.leaseIdle() }) { return connection }
+        if let connection = state.withLock({ $0.leaseIdle(for: use) }) { return connection }
         let id = state.withLock { $0.nextWaiter() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let next = state.withLock { state -> Next in
                     if state.closed { return .fail(SessionPoolClosed()) }
-                    if let connection = state.leaseIdle() { return .lease(connection) }
+                    if let connection = state.leaseIdle(for: use) { return .lease(connection) }
                     // Checked inside the lock: a cancellation after it finds this waiter queued (`onCancel`).
                     if Task.isCancelled { return .fail(CancellationError()) }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    state.waiters.append(Waiter(id: id, use: use, continuation: continuation))
                     return state.shouldConnect(maximum: maximum) ? .connect : .wait
                 }
                 switch next {
@@ -141,11 +175,11 @@ public final class SessionPool: Service, Sendable {
     /// Gives a leased session back: to the longest waiting lease, else to the idle ones. A closed one is forgotten.
     func release(_ connection: PostgresConnection) {
         let next = state.withLock { state -> Next in
-            guard state.leased.remove(connection.id) != nil else { return .close(connection) }  // forgotten before
+            guard state.giveBack(connection.id) else { return .close(connection) }  // forgotten before
             if state.closed { return .close(connection) }
             if connection.isClosed { return state.shouldConnect(maximum: maximum) ? .connect : .wait }
             if let waiter = state.popWaiter() {
-                state.leased.insert(connection.id)
+                state.take(connection.id, for: waiter.use)
                 return .hand(connection, to: waiter)
             }
             state.idle.append(connection)
@@ -158,7 +192,7 @@ public final class SessionPool: Service, Sendable {
     /// work stuck on it ever gives it back.
     func forget(_ connection: PostgresConnection) {
         let next = state.withLock { state -> Next in
-            guard state.leased.remove(connection.id) != nil, !state.closed else { return .wait }
+            guard state.giveBack(connection.id), !state.closed else { return .wait }
             return state.shouldConnect(maximum: maximum) ? .connect : .wait
         }
         perform(next)
@@ -171,6 +205,7 @@ public final class SessionPool: Service, Sendable {
         var logger = logger
         logger[metadataKey: "psql_connection_id"] = "\(id)"
         PostgresConnection.connect(on: eventLoops.any(), configuration: connection, id: id, logger: logger).whenComplete { result in
+            if case .success(let connection) = result { SessionClosings.shared.follow(connection) }
             self.perform(self.state.withLock { $0.connected(result, maximum: self.maximum, givingUpAfter: self.givingUpAfter) })
         }
     }
@@ -221,6 +256,7 @@ public struct SessionPoolClosed: Error, CustomStringConvertible {
 extension SessionPool {
     fileprivate struct Waiter {
         let id: Int
+        let use: SessionUse
         let continuation: CheckedContinuation<PostgresConnection, any Error>
     }
 
@@ -238,7 +274,11 @@ extension SessionPool {
 
     fileprivate struct State {
         var idle: [PostgresConnection] = []
-        var leased: Set<PostgresConnection.ID> = []
+        /// The sessions in use, and what for.
+        var leased: [PostgresConnection.ID: SessionUse] = [:]
+        var readsLeased = 0
+        /// The most sessions work that only reads may hold at once (`lease`).
+        let readLimit: Int
         var connecting = 0
         var waiters: [Waiter] = []
         var waiterIDs = 0
@@ -248,20 +288,45 @@ extension SessionPool {
         /// While the pool has no session and cannot open one: since when, and how many attempts have failed.
         var failingSince: NIODeadline?
         var failedAttempts = 0
+        var connectionsOpened = 0
+
+        init(maximum: Int) {
+            readLimit = max(1, maximum - max(1, maximum / 4))
+        }
+
+        /// Whether work of this use may take a session now: writes always, reads below `readLimit`.
+        func mayLease(for use: SessionUse) -> Bool {
+            use == .writes || readsLeased < readLimit
+        }
+
+        mutating func take(_ id: PostgresConnection.ID, for use: SessionUse) {
+            leased[id] = use
+            if use == .reads { readsLeased += 1 }
+        }
+
+        /// Ends a lease; false when the session was forgotten before.
+        mutating func giveBack(_ id: PostgresConnection.ID) -> Bool {
+            guard let use = leased.removeValue(forKey: id) else { return false }
+            if use == .reads { readsLeased -= 1 }
+            return true
+        }
 
         /// The most recently used idle session still open; those PostgreSQL closed meanwhile are forgotten.
-        mutating func leaseIdle() -> PostgresConnection? {
+        mutating func leaseIdle(for use: SessionUse) -> PostgresConnection? {
+            guard mayLease(for: use) else { return nil }
             while let connection = idle.popLast() {
                 guard !connection.isClosed else { continue }
-                leased.insert(connection.id)
+                take(connection.id, for: use)
                 return connection
             }
             return nil
         }
 
-        /// A new session is opened while more leases wait than sessions are being opened, up to the maximum.
+        /// A new session is opened while more leases that may take one wait than sessions are being opened, up to the
+        /// maximum.
         mutating func shouldConnect(maximum: Int) -> Bool {
-            guard !closed, waiters.count > connecting, idle.count + leased.count + connecting < maximum else { return false }
+            let waiting = waiters.count { mayLease(for: $0.use) }
+            guard !closed, waiting > connecting, idle.count + leased.count + connecting < maximum else { return false }
             connecting += 1
             return true
         }
@@ -270,11 +335,12 @@ extension SessionPool {
             connecting -= 1
             switch result {
             case .success(let connection):
+                connectionsOpened += 1
                 failingSince = nil
                 failedAttempts = 0
                 if closed { return .close(connection) }
                 if let waiter = popWaiter() {
-                    leased.insert(connection.id)
+                    take(connection.id, for: waiter.use)
                     return .hand(connection, to: waiter)
                 }
                 idle.append(connection)
@@ -299,8 +365,10 @@ extension SessionPool {
             }
         }
 
+        /// The longest waiting lease that may take a session now.
         mutating func popWaiter() -> Waiter? {
-            waiters.isEmpty ? nil : waiters.removeFirst()
+            guard let index = waiters.firstIndex(where: { mayLease(for: $0.use) }) else { return nil }
+            return waiters.remove(at: index)
         }
 
         mutating func removeWaiter(_ id: Int) -> Waiter? {
@@ -320,30 +388,50 @@ extension SessionPool {
     }
 }
 
-/// A statement's rows, holding the pool's session until they are read to the end, fail, or are dropped.
+/// A statement's rows: a read's streamed, holding the pool's session until they are read to the end, fail, or are
+/// dropped; a write's read already (`SessionPool.query`).
 public struct PooledRows: AsyncSequence, Sendable {
     public typealias Element = PostgresRow
-    fileprivate let rows: PostgresRowSequence
-    fileprivate let lease: Lease
+    private enum Source: Sendable {
+        case streaming(PostgresRowSequence, Lease)
+        case collected([PostgresRow])
+    }
+    private let source: Source
+
+    fileprivate init(streaming rows: PostgresRowSequence, lease: Lease) { source = .streaming(rows, lease) }
+    fileprivate init(collected rows: [PostgresRow]) { source = .collected(rows) }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(rows: rows.makeAsyncIterator(), lease: lease)
+        switch source {
+        case .streaming(let rows, let lease): Iterator(source: .streaming(rows.makeAsyncIterator(), lease))
+        case .collected(let rows): Iterator(source: .collected(rows.makeIterator()))
+        }
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        fileprivate var rows: PostgresRowSequence.AsyncIterator
-        fileprivate let lease: Lease
+        fileprivate enum Source {
+            case streaming(PostgresRowSequence.AsyncIterator, Lease)
+            case collected(IndexingIterator<[PostgresRow]>)
+        }
+        fileprivate var source: Source
 
         public mutating func next() async throws -> PostgresRow? {
-            do {
-                guard let row = try await rows.next() else {
+            switch source {
+            case .collected(var rows):
+                defer { source = .collected(rows) }
+                return rows.next()
+            case .streaming(var rows, let lease):
+                defer { source = .streaming(rows, lease) }
+                do {
+                    guard let row = try await rows.next() else {
+                        lease.end()
+                        return nil
+                    }
+                    return row
+                } catch {
                     lease.end()
-                    return nil
+                    throw error
                 }
-                return row
-            } catch {
-                lease.end()
-                throw error
             }
         }
     }

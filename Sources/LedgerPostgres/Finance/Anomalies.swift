@@ -171,7 +171,7 @@ struct AnomalyFinder: Sendable {
             let threshold = Double((olderThan ?? kind.defaultThreshold).components.seconds)
             var query = PostgresQuery(unsafeSQL: kind.sql + " ORDER BY 4, 1")
             query.binds.append(threshold)
-            found += try await client.query(query, logger: logger) { rows in
+            found += try await client.query(query, .reads, logger: logger) { rows in
                 var found: [Anomaly] = []
                 for try await (orderId, accountId, state, since, detail, _) in rows.decode((String, String, String, Date, String, String).self) {
                     found.append(Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail))
@@ -272,7 +272,7 @@ extension AnomalyFinder {
             FROM (\(kind.sql)) AS found (order_id, account_id, state, since, detail, key)
             \(filter) ORDER BY since, key LIMIT $2
             """
-        return try await client.query(query, logger: logger) { rows in
+        return try await client.query(query, .reads, logger: logger) { rows in
             var found: [(anomaly: Anomaly, key: String)] = []
             for try await (orderId, accountId, state, since, detail, key)
                 in rows.decode((String, String, String, Date, String, String).self) {

@@ -30,7 +30,7 @@ struct RefusalLog: Sendable {
             """
             SELECT id, recorded_at, actor, event_type, transaction_id, code, details::text FROM refusals
             WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
-            """, logger: logger
+            """, .reads, logger: logger
         ) { rows in
             var found: [RecordedRefusal] = []
             for try await (id, recordedAt, actor, eventType, transactionId, code, details)

@@ -88,7 +88,7 @@ struct RevenueReport: Sendable {
             SELECT ARRAY[\(unescaped: columns)]::text[], sum(granted)::bigint, sum(granted_amount)::text,
                    sum(refunded)::bigint, sum(refunded_amount)::text
             FROM facts GROUP BY \(unescaped: columns) ORDER BY \(unescaped: columns)
-            """, logger: logger
+            """, .reads, logger: logger
         ) { [dimensions] rows in
             var report: [RevenueRow] = []
             for try await (values, granted, grantedSum, refunded, refundedSum)
@@ -114,7 +114,7 @@ struct RevenueReport: Sendable {
 
     private func checkTimeZone(_ name: String) async throws {
         let known = try await client.query(
-            "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(name))", logger: logger
+            "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(name))", .reads, logger: logger
         ) { rows in
             for try await known in rows.decode(Bool.self) { return known }
             return false

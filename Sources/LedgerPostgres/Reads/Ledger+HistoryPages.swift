@@ -30,7 +30,7 @@ extension Ledger {
     public func history(_ orderId: String, asOf: Date? = nil, after: Int, limit: Int) async throws -> HistoryPage? {
         let store = self.store
         let after = max(0, after), limit = max(1, limit)
-        return try await client.withConnection(within: Deadline.remaining) { connection in
+        return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var fold = HistoryFold()
             var before = 0
             if after > 0 {

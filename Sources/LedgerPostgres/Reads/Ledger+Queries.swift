@@ -16,7 +16,7 @@ extension Ledger {
         _ orderId: String, attempts: Int = 20
     ) async throws -> (order: Order, recovery: RecoveryEntry?)? {
         let confirmsTokens = self.confirmsTokens, logger = self.logger
-        return try await client.withConnection(within: Deadline.remaining) { connection in
+        return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var found: (order: Order, recovery: RecoveryEntry?, tokenEpoch: Int64)?
             let rows = try await connection.query(Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
             for try await row in rows {
@@ -68,7 +68,7 @@ extension Ledger {
     /// without a lookup of its own.
     public func transaction(_ transactionId: String) async throws -> TransactionStatus? {
         let confirmsTokens = self.confirmsTokens, logger = self.logger
-        return try await client.withConnection(within: Deadline.remaining) { connection in
+        return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var found: (status: TransactionStatus, tokenEpoch: Int64)?
             let rows = try await connection.query(
                 Self.transactionQuery(transactionId), preparedAs: TransactionShape.self, logger: logger)
@@ -110,7 +110,7 @@ extension Ledger {
               AND order_id > \(cursor ?? "")
             ORDER BY order_id
             LIMIT \(limit + 1)
-            """, logger: store.logger
+            """, .reads, logger: store.logger
         ) { rows in
             var orders: [Order] = []
             for try await row in rows { orders.append(try OrderRows.decodeOrder(row)) }

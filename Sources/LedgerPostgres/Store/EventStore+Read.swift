@@ -17,14 +17,14 @@ extension EventStore {
             WHERE order_id = \(orderId) AND recorded_at <= \(Timestamp(time)) ORDER BY version
             """
         }
-        return try await client.query(query, logger: logger, reading: Self.decode)
+        return try await client.query(query, .reads, logger: logger, reading: Self.decode)
     }
 
     /// An order's events after `version`, in version order: what was appended since the caller last read.
     func read(_ orderId: String, after version: Int) async throws -> [StoredEvent] {
         try await client.query(
             "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version > \(version) ORDER BY version",
-            logger: logger, reading: Self.decode)
+            .reads, logger: logger, reading: Self.decode)
     }
 
     /// At most `limit` of an order's events after version `after`, in version order, only those recorded by `asOf`
@@ -52,7 +52,7 @@ extension EventStore {
 
     /// Whether the event at `position` is here: on a replica, whether it has replayed that append's commit.
     func holds(position: Int64) async throws -> Bool {
-        try await client.query("SELECT EXISTS (SELECT 1 FROM events WHERE position = \(position))", logger: logger) { rows in
+        try await client.query("SELECT EXISTS (SELECT 1 FROM events WHERE position = \(position))", .reads, logger: logger) { rows in
             for try await held in rows.decode(Bool.self) { return held }
             return false
         }
@@ -134,7 +134,7 @@ extension EventStore {
                 SELECT \(unescaped: Self.columns) FROM events
                 WHERE transaction_xid < \(unescaped: horizon)
                 ORDER BY transaction_xid, position LIMIT \(limit)
-                """, logger: logger, reading: Self.decode)
+                """, .reads, logger: logger, reading: Self.decode)
         }
         let cursorXid = try await transactionId(ofPosition: position)
         return try await client.query(
@@ -143,13 +143,13 @@ extension EventStore {
             WHERE (transaction_xid, position) > (\(cursorXid)::xid8, \(position))
               AND transaction_xid < \(unescaped: horizon)
             ORDER BY transaction_xid, position LIMIT \(limit)
-            """, logger: logger, reading: Self.decode)
+            """, .reads, logger: logger, reading: Self.decode)
     }
 
     /// The writing transaction of the event at `position` (as text): the first half of a feed cursor.
     func transactionId(ofPosition position: Int64) async throws -> String {
         let logger = self.logger
-        return try await client.withConnection(within: Deadline.remaining) { connection in
+        return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             try await Self.transactionId(ofPosition: position, on: connection, logger: logger)
         }
     }

@@ -34,7 +34,7 @@ extension EventStore {
     /// One statement for all of `orderIds`; an answer for each, in order.
     private static func versions(of orderIds: [String], on client: SessionPool, logger: Logger) async -> [Result<StreamVersion, any Error>] {
         do {
-            let found = try await client.withConnection(within: Deadline.remaining) { connection in
+            let found = try await client.withConnection(within: Deadline.remaining, .reads) { connection in
                 var found: [StreamVersion] = []
                 let rows = try await connection.query(versionsQuery(orderIds), preparedAs: VersionsShape.self, logger: logger)
                 for try await (version, epoch) in rows.decode((Int?, Int64).self) {
