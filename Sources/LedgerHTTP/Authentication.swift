@@ -10,14 +10,9 @@ struct RequireScope: RouterMiddleware {
     let tokens: TokenCache
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let header = request.headers[.authorization], header.count > 7,
-              header.prefix(7).equalsIgnoringASCIICase("bearer ") else {
-            throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
-                           headers: [.wwwAuthenticate: "Bearer"])
-        }
-        let secret = header.dropFirst(7).trimmingOptionalWhitespace
+        let secret = try Self.bearerSecret(of: request)
         // Secrets are short ASCII; anything else cannot be one of ours and is not worth a lookup.
-        guard secret.utf8.count <= 256, let (token, confirmation) = try await tokens.authenticate(secret: String(secret)) else {
+        guard secret.utf8.count <= 256, let (token, confirmation) = try await tokens.authenticate(secret: secret) else {
             throw Self.notValid
         }
         guard let confirmation else { return try await authorized(token, request, context, next) }
@@ -47,6 +42,16 @@ struct RequireScope: RouterMiddleware {
         return try await next(request, context)
     }
 
-    private static let notValid = APIError(
+    /// The secret of the request's `Authorization: Bearer` header; a 401 without one.
+    static func bearerSecret(of request: Request) throws -> String {
+        guard let header = request.headers[.authorization], header.count > 7,
+              header.prefix(7).equalsIgnoringASCIICase("bearer ") else {
+            throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
+                           headers: [.wwwAuthenticate: "Bearer"])
+        }
+        return String(header.dropFirst(7).trimmingOptionalWhitespace)
+    }
+
+    static let notValid = APIError(
         .unauthorized, "unauthorized", "the bearer token is not valid or has been revoked", headers: [.wwwAuthenticate: "Bearer"])
 }

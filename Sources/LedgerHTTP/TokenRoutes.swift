@@ -5,7 +5,8 @@ import LedgerPostgres
 
 /// `/v1/tokens/{name}/rotate` (scope `tokens:admin`): a new secret for a token, same name and scopes, so the actor
 /// recorded on its events stays the same; the secret it replaces is accepted for `overlapSeconds` more (default an
-/// hour), then refused. The same as `ledger tokens rotate`. Creating and revoking tokens stay the operator's commands.
+/// hour), then refused. The same as `ledger tokens rotate`, but only by a token's current secret and only for a token
+/// whose scopes are within the caller's (schema/015). Creating and revoking tokens stay the operator's commands.
 struct TokenRoutes {
     typealias Context = LedgerRequestContext
     let operations: Operations
@@ -36,7 +37,10 @@ struct TokenRoutes {
                 field: "overlapSeconds", "overlapSeconds must be a whole number of seconds from 0 to \(TokenError.maximumOverlapSeconds)")
         }
         do {
-            let rotated = try await operations.rotateToken(name: name, overlap: .seconds(overlap))
+            // The caller is authenticated again inside the rotation's own transaction (schema/015): a token revoked
+            // since RequireScope admitted it, or a replaced secret, rotates nothing.
+            let rotated = try await operations.rotateToken(
+                name: name, overlap: .seconds(overlap), asCaller: try RequireScope.bearerSecret(of: request))
             context.logger.notice("token rotated", metadata: ["token": "\(name)", "by": "\(context.actor)"])
             return JSONResponse.make(status: .ok, body: [
                 "name": .string(rotated.name), "secret": .string(rotated.secret),
@@ -44,6 +48,10 @@ struct TokenRoutes {
             ])
         } catch TokenError.notFound {
             throw APIError.notFound("no active token named \(name)")
+        } catch TokenError.callerNotValid {
+            throw RequireScope.notValid
+        } catch TokenError.callerMayNotRotate(let reason) {
+            throw APIError(.forbidden, "forbidden", reason, details: ["token": .string(name)])
         }
     }
 }

@@ -69,6 +69,51 @@ struct TokenRotationAPITests {
         }
     }
 
+    /// A token revoked after its request was admitted from the cache rotates nothing: the rotation authenticates its
+    /// caller again in its own transaction. Before, it was answered 401 after the other token's secret was replaced,
+    /// and that service was locked out.
+    @Test func aRevokedAdminTokenRotatesNothing() async throws {
+        try await API.run { api in
+            let admin = try await api.tokens.create(name: "ops", scopes: [.tokensAdmin, .eventsWrite])
+            #expect(try await api.post("rot-4", Lifecycle().created, token: admin).status == .created, "cached now")
+            try await api.tokens.revoke(name: "ops")
+            let refused = try await rotate(api, "writer", overlap: 0, token: admin)
+            #expect(refused.status == .unauthorized, "\(refused.bodyText)")
+            #expect(try await api.post("rot-5", Lifecycle().created, token: "writer").status == .created,
+                    "the writer's secret was not replaced")
+        }
+    }
+
+    /// A leaked admin secret, rotated by the operator, is evicted: during the overlap it still does its token's
+    /// ordinary work, but it cannot rotate again (with overlap 0 it had locked the operator's new secret out).
+    @Test func aReplacedSecretCannotRotate() async throws {
+        try await API.run { api in
+            let leaked = try await api.tokens.create(name: "ops", scopes: [.tokensAdmin, .eventsRead])
+            let fresh = try await rotate(api, "ops", overlap: 3_600)
+            guard case .string(let operators)? = fresh.json["secret"] else { Issue.record("\(fresh.bodyText)"); return }
+            #expect(try await api.get("/v1/events", token: leaked).status == .ok, "ordinary work within the overlap")
+            let again = try await rotate(api, "ops", overlap: 0, token: leaked)
+            #expect(again.status == .forbidden, "\(again.bodyText)")
+            #expect(try await api.get("/v1/events", token: operators).status == .ok, "the operator's secret still works")
+            #expect(try await rotate(api, "ops", overlap: 0, token: operators).status == .ok, "and may rotate")
+        }
+    }
+
+    /// Rotating hands the new secret to the caller, so a token may rotate only tokens whose scopes are within its own:
+    /// an admin-only token obtained an all-scopes token's secret and wrote events and read finance with it.
+    @Test func aTokenRotatesOnlyTokensWithinItsScopes() async throws {
+        try await API.run { api in
+            let adminOnly = try await api.tokens.create(name: "ops", scopes: [.tokensAdmin])
+            for wider in ["all", "writer"] {
+                let refused = try await rotate(api, wider, overlap: 0, token: adminOnly)
+                #expect(refused.status == .forbidden, "\(wider): \(refused.bodyText)")
+                #expect(refused.json["secret"] == nil)
+            }
+            #expect(try await api.get("/v1/events", token: "all").status == .ok, "the all-scopes secret was not replaced")
+            #expect(try await rotate(api, "ops", overlap: 0, token: adminOnly).status == .ok, "itself: within its scopes")
+        }
+    }
+
     /// The overlap ends by the clock, not by any change of the tokens: a cached previous secret is refused once its
     /// time has passed (the cache's clock is injected: no waiting).
     @Test func theReplacedSecretEndsWhenItsTimeHasPassedCachedOrNot() async throws {

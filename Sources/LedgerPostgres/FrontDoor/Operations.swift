@@ -110,6 +110,11 @@ public struct Operations: Sendable {
         try await tokens.rotate(name: name, overlap: overlap)
     }
 
+    /// `rotateToken`, asked over the API by the bearer of `callerSecret` (`TokenStore.rotate(name:overlap:asCaller:)`).
+    public func rotateToken(name: String, overlap: Duration, asCaller callerSecret: String) async throws -> RotatedToken {
+        try await tokens.rotate(name: name, overlap: overlap, asCaller: callerSecret)
+    }
+
     /// The tokens as `serve` checks them: cached in memory, a revocation still seen on the next request.
     public func tokenCache() -> TokenCache {
         TokenCache(tokens: tokens)

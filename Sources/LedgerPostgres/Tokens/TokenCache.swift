@@ -100,6 +100,13 @@ public final class TokenConfirmation: Sendable {
         return confirmation.epoch
     }
 
+    /// The request's statement authenticated its token itself, by its secret, in the transaction of what it did
+    /// (`ledger_rotate_token_as`): nothing left to confirm — a check after it would see the epoch that very statement
+    /// moved, and refuse a token that rotated itself.
+    static func authenticatedByStatement() {
+        current?.confirmed.withLock { $0 = true }
+    }
+
     /// For the end of a request: a lookup if none of its statements read the epoch.
     public func confirmIfPending() async throws {
         guard !confirmed.withLock({ $0 }) else { return }

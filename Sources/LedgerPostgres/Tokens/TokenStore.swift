@@ -50,6 +50,11 @@ public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
     case noScopes
     case notFound(String)
     case invalidOverlap(Int)
+    /// The token asking to rotate is not valid (revoked, or no such secret): 401.
+    case callerNotValid
+    /// The token asking to rotate may not rotate this one (a replaced secret, no `tokens:admin`, or the target's
+    /// scopes are not within its own; `reason` says which): 403.
+    case callerMayNotRotate(reason: String)
 
     /// The longest a rotated token's previous secret may stay valid: a week.
     public static let maximumOverlapSeconds = 7 * 86_400
@@ -63,6 +68,8 @@ public enum TokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notFound(let name): "no active token named \(name)"
         case .invalidOverlap(let seconds):
             "the overlap must be 0 to \(Self.maximumOverlapSeconds) seconds (a week), not \(seconds)"
+        case .callerNotValid: "the bearer token is not valid or has been revoked"
+        case .callerMayNotRotate(let reason): reason
         }
     }
 }
@@ -99,7 +106,7 @@ struct TokenStore: Sendable {
 
     func list() async throws -> [TokenInfo] {
         let rows = try await client.query(
-            "SELECT name, scopes, created_at, revoked_at FROM api_tokens ORDER BY name", logger: logger)
+            "SELECT name, scopes, created_at, revoked_at FROM api_tokens ORDER BY name", .reads, logger: logger)
         var tokens: [TokenInfo] = []
         for try await (name, scopes, createdAt, revokedAt) in rows.decode((String, [String], Date, Date?).self) {
             tokens.append(TokenInfo(name: name, scopes: scopes.compactMap(Scope.init), createdAt: createdAt, revokedAt: revokedAt))
@@ -117,12 +124,10 @@ struct TokenStore: Sendable {
     }
 
     /// A new secret for the active token `name`, same name and scopes; the secret it replaces stays valid for
-    /// `overlap` (0: refused at once), then is refused. Through `ledger_rotate_token` (schema/013), which the service
-    /// role may run though it may not otherwise change tokens.
+    /// `overlap` (0: refused at once), then is refused. The operator's (`ledger tokens rotate`, as the database's
+    /// owner); the API rotates only as a token that may (`rotate(name:overlap:asCaller:)`).
     func rotate(name: String, overlap: Duration) async throws -> RotatedToken {
-        let seconds = Int(overlap.components.seconds)
-        guard (0...TokenError.maximumOverlapSeconds).contains(seconds) else { throw TokenError.invalidOverlap(seconds) }
-        let secret = Self.newSecret()
+        let (seconds, secret) = try Self.rotation(overlap)
         let validUntil = try await client.query(
             "SELECT ledger_rotate_token(\(name), \(Self.hash(secret)), make_interval(secs => \(seconds)))", logger: logger
         ) { rows in
@@ -131,6 +136,40 @@ struct TokenStore: Sendable {
         }
         guard let validUntil else { throw TokenError.notFound(name) }
         return RotatedToken(name: name, secret: secret, previousValidUntil: validUntil)
+    }
+
+    /// `rotate`, asked over the API by the bearer of `callerSecret`: allowed only to a token's current secret with
+    /// `tokens:admin`, and only for a token whose scopes are within the caller's — decided in the transaction that
+    /// rotates (`ledger_rotate_token_as`, schema/015), so a token revoked meanwhile rotates nothing.
+    func rotate(name: String, overlap: Duration, asCaller callerSecret: String) async throws -> RotatedToken {
+        let (seconds, secret) = try Self.rotation(overlap)
+        let (outcome, validUntil) = try await client.query(
+            """
+            SELECT rotation_outcome, replaced_secret_ends FROM ledger_rotate_token_as(
+                \(Self.hash(callerSecret)), \(name), \(Self.hash(secret)), make_interval(secs => \(seconds)))
+            """, logger: logger
+        ) { rows in
+            for try await row in rows.decode((String, Date?).self) { return row }
+            throw CorruptRow(column: "ledger_rotate_token_as", value: "no row")
+        }
+        if ["rotated", "not_found", "forbidden"].contains(outcome) { TokenConfirmation.authenticatedByStatement() }
+        switch (outcome, validUntil) {
+        case ("rotated", let validUntil?): return RotatedToken(name: name, secret: secret, previousValidUntil: validUntil)
+        case ("not_found", _): throw TokenError.notFound(name)
+        case ("replaced_secret", _):
+            throw TokenError.callerMayNotRotate(reason: "a replaced secret cannot rotate tokens: use the token's current secret")
+        case ("forbidden", _):
+            throw TokenError.callerMayNotRotate(
+                reason: "this token may rotate only tokens whose scopes are within its own, and needs tokens:admin")
+        default: throw TokenError.callerNotValid
+        }
+    }
+
+    /// A rotation's overlap in whole seconds, checked, and the new secret.
+    private static func rotation(_ overlap: Duration) throws -> (seconds: Int, secret: String) {
+        let seconds = Int(overlap.components.seconds)
+        guard (0...TokenError.maximumOverlapSeconds).contains(seconds) else { throw TokenError.invalidOverlap(seconds) }
+        return (seconds, newSecret())
     }
 
     /// The active token with this secret, or nil.
@@ -157,7 +196,7 @@ struct TokenStore: Sendable {
                 LIMIT 1
             ) t ON true
             """,
-            logger: logger
+            .reads, logger: logger
         ) { rows in
             for try await (name, scopes, validUntil, epoch) in rows.decode((String?, [String]?, Date?, Int64).self) {
                 guard let name, let scopes, validUntil.map({ $0 > now }) ?? true else { return (nil, nil, epoch) }
@@ -168,7 +207,7 @@ struct TokenStore: Sendable {
     }
 
     func isEmpty() async throws -> Bool {
-        for try await exists in try await client.query("SELECT EXISTS (SELECT 1 FROM api_tokens)", logger: logger).decode(Bool.self) {
+        for try await exists in try await client.query("SELECT EXISTS (SELECT 1 FROM api_tokens)", .reads, logger: logger).decode(Bool.self) {
             return !exists
         }
         return true
