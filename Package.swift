@@ -48,6 +48,8 @@ let package = Package(
                 .embedInCode("012_refused_provider_facts.sql"),
                 .embedInCode("013_token_rotation.sql"),
                 .embedInCode("014_recovery.sql"),
+                .embedInCode("015_token_rotation_by_caller.sql"),
+                .embedInCode("016_recorded_not_applied.sql"),
             ]
         ),
         .target(

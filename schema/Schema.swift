@@ -16,5 +16,7 @@ public enum LedgerSchema {
         ("012_refused_provider_facts.sql", String(decoding: PackageResources._12_refused_provider_facts_sql, as: UTF8.self)),
         ("013_token_rotation.sql", String(decoding: PackageResources._13_token_rotation_sql, as: UTF8.self)),
         ("014_recovery.sql", String(decoding: PackageResources._14_recovery_sql, as: UTF8.self)),
+        ("015_token_rotation_by_caller.sql", String(decoding: PackageResources._15_token_rotation_by_caller_sql, as: UTF8.self)),
+        ("016_recorded_not_applied.sql", String(decoding: PackageResources._16_recorded_not_applied_sql, as: UTF8.self)),
     ]
 }

@@ -130,14 +130,16 @@ public enum RFC3339 {
         }
         guard index == chars.count else { return nil }
         let seconds = days(fromCivil: year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        // In UTC the instant must still have a four-digit year: `0000-01-01T00:00:00+01:00` is in year -1 and
+        // In UTC the instant must still have a four-digit year from 0001: `0001-01-01T00:00:00+01:00` is in year 0 and
         // `9999-12-31T23:59:00-01:00` in 10000, which `format` cannot write as RFC 3339, so a time stored as text
         // (event data) would never parse again.
         guard (Self.earliestSecond...Self.latestSecond).contains(seconds) else { return nil }
         return Date(timeIntervalSince1970: Double(seconds * 1_000_000 + micros) / 1_000_000)
     }
 
-    private static let earliestSecond = days(fromCivil: 0, 1, 1) * 86_400
+    /// Year 1, not year 0: PostgreSQL and Foundation disagree about the year before 1 (1 BC), and such a time in an
+    /// event (`occurredAt`) or a reconciliation file was answered 500. No payment happened then.
+    private static let earliestSecond = days(fromCivil: 1, 1, 1) * 86_400
     private static let latestSecond = days(fromCivil: 9999, 12, 31) * 86_400 + 86_399
 
     /// Parses a calendar date `YYYY-MM-DD` as its midnight in UTC.

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import NIOHTTP1
 import LedgerCore
 import LedgerPostgres
 
@@ -26,6 +27,9 @@ extension APIError {
                       headers: [.wwwAuthenticate: "Bearer"])
         case is NIOTooManyBytesError:  // a body over the limit, cut off while it was being read
             self.init(httpError: HTTPError(.contentTooLarge))
+        case is HTTPParserError:  // a body the parser could not read (a malformed chunk): the rest cannot be trusted
+            self.init(.badRequest, "invalid_request", "the request body could not be parsed as HTTP/1.1 (a malformed chunk)",
+                      details: ["field": "body"], headers: [.connection: "close"])
         case let error where DatabaseErrors.isUnstorableText(error):
             self = .invalidRequest(field: "request", "the request holds a NUL byte or a character PostgreSQL cannot store")
         case let error where DatabaseErrors.isUnavailable(error):

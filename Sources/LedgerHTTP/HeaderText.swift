@@ -27,3 +27,17 @@ extension StringProtocol where SubSequence == Substring {
         prefix { $0 != ";" }.trimmingOptionalWhitespace.equalsIgnoringASCIICase(lowercase)
     }
 }
+
+extension StringProtocol where SubSequence == Substring {
+    /// The `charset` parameter of a `Content-Type` value (unquoted), or nil without one.
+    var charsetParameter: Substring? {
+        for parameter in split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingOptionalWhitespace.equalsIgnoringASCIICase("charset") else { continue }
+            var value = pair[1].trimmingOptionalWhitespace
+            if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
+            return value
+        }
+        return nil
+    }
+}

@@ -22,9 +22,14 @@ enum JSONResponse {
 
     /// Reads a JSON request body: the content type must be JSON, the size within the limit, the text valid JSON.
     static func readBody(_ request: Request) async throws -> JSONValue {
-        guard request.headers[.contentType]?.hasMediaType("application/json") == true else {
+        guard let contentType = request.headers[.contentType], contentType.hasMediaType("application/json") else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "the body must be application/json",
                            details: ["field": "Content-Type"])
+        }
+        // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as what it is not.
+        if let charset = contentType.charsetParameter, !charset.equalsIgnoringASCIICase("utf-8") {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type",
+                           "the body must be UTF-8 JSON, not charset=\(charset)", details: ["field": "Content-Type"])
         }
         let buffer = try await RequestBodyReader.collect(request, upTo: maximumBodySize)
         do {

@@ -18,7 +18,8 @@ public enum LedgerApplication {
         replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil
     ) -> Router<LedgerRequestContext> {
         let ledger = database.ledger
-        let router = Router(context: LedgerRequestContext.self)
+        // HEAD answers as GET does, without the body (RFC 9110 §9.3.2): a monitor's HEAD /healthz was a 404.
+        let router = Router(context: LedgerRequestContext.self, options: .autoGenerateHeadEndpoints)
         // Outermost first: the request log sees the final status, metrics too, errors become JSON answers inside.
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: RequestMetricsMiddleware())

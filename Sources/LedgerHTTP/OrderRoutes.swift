@@ -31,7 +31,8 @@ struct OrderRoutes {
             let posted = try PostedEvents(try await JSONResponse.readBody(request))
             let metadata = EventMetadata(
                 actor: context.actor, requestId: context.requestId,
-                correlationId: request.headers[.correlationId], causationId: request.headers[.causationId])
+                correlationId: try Self.tracingId(request, .correlationId),
+                causationId: try Self.tracingId(request, .causationId))
             let submissions = try await SignedTransactionReceipts.resolve(LegacyReceipts.resolve(posted.submissions), verifier: appStore)
             let recorded = try await ledger.record(
                 orderId: orderId, events: submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
@@ -94,6 +95,16 @@ struct OrderRoutes {
         }
     }
 
+    /// A correlation or causation id, kept in every event's metadata: at most 128 visible ASCII characters (a UUID,
+    /// a W3C trace id, a request id), or a 400 naming the header — a 60 KB one was stored verbatim on every event.
+    static func tracingId(_ request: Request, _ name: HTTPField.Name) throws -> String? {
+        guard let value = request.headers[name] else { return nil }
+        guard (1...128).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw APIError.invalidRequest(field: name.canonicalName, "\(name.canonicalName) must be 1–128 visible ASCII characters")
+        }
+        return value
+    }
+
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
         let query = QueryParameters(request)
         try query.onlyAllowing(["accountId", "state", "limit", "cursor"])
@@ -103,7 +114,8 @@ struct OrderRoutes {
             }
             return state
         }
-        let accountId = try query.string("accountId"), cursor = try query.string("cursor")
+        // The cursor is the previous page's last order id (`nextCursor`).
+        let accountId = try query.id("accountId"), cursor = try query.id("cursor", orderRule: true)
         let limit = Int(try query.integer("limit", in: 1...500) ?? 100)
         return try await reads.serve(request) { ledger in
             let page = try await ledger.orders(accountId: accountId, state: state, limit: limit, after: cursor)

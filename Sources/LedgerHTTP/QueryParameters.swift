@@ -40,6 +40,16 @@ struct QueryParameters {
         return value
     }
 
+    /// An id (an account, or an order as a cursor), held to the rule of the ids it is compared with: one that breaks
+    /// it can match nothing, and a silent empty page would hide the caller's mistake.
+    func id(_ name: String, orderRule: Bool = false) throws -> String? {
+        guard let value = try string(name) else { return nil }
+        let (valid, rule) = orderRule
+            ? (Identifier.isValidOrderId(value), Identifier.orderRule) : (Identifier.isValid(value), Identifier.rule)
+        guard valid else { throw APIError.invalidRequest(field: name, "\(name) " + rule) }
+        return value
+    }
+
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = try string(name) else { return nil }
         guard let value = Int64(text), range.contains(value) else {

@@ -1,4 +1,5 @@
 import Hummingbird
+import LedgerPostgres
 import NIOCore
 
 /// Reads a request's body up to a limit. A body past it is a 413 naming the limit; when the client declared its size
@@ -12,7 +13,9 @@ enum RequestBodyReader {
         }
         do {
             var request = request
-            return try await request.collectBody(upTo: limit)
+            let body = try await request.collectBody(upTo: limit)
+            Deadline.restartForRequest()
+            return body
         } catch is NIOTooManyBytesError {
             throw tooLarge(limit)
         } catch let late as RequestBodyTooSlow {

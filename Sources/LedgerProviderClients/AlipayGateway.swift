@@ -20,10 +20,11 @@ public struct AlipayGateway: Sendable {
     let now: @Sendable () -> Date
 
     static let maximumAnswer = 1 << 20
-    static let timeout: TimeAmount = .seconds(30)
+    /// For a whole exchange, head and body (`ProviderHTTP.fetch`).
+    static let timeout: Duration = .seconds(30)
 
     public init(
-        appId: String, privateKey: _RSA.Signing.PrivateKey, url: String = Self.gatewayURL, http: HTTPClient = .shared,
+        appId: String, privateKey: _RSA.Signing.PrivateKey, url: String = Self.gatewayURL, http: HTTPClient = ProviderHTTP.client,
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.appId = appId
@@ -46,9 +47,8 @@ public struct AlipayGateway: Sendable {
         request.body = .bytes(ByteBuffer(string: Self.formEncoded(parameters)))
         let status: Int, body: [UInt8]
         do {
-            let response = try await http.execute(request, timeout: Self.timeout)
-            status = Int(response.status.code)
-            body = Array(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
+            let answer = try await ProviderHTTP.fetch(request, on: http, within: Self.timeout, maximumAnswer: Self.maximumAnswer)
+            (status, body) = (answer.status, answer.body)
         } catch {
             throw .unavailable("no answer from \(url): \(error)")
         }

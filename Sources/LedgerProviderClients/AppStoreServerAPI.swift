@@ -25,13 +25,15 @@ public struct AppStoreServerAPI: Sendable {
     let now: @Sendable () -> Date
 
     static let maximumAttempts = 3
-    static let maximumWait: Duration = .seconds(60)
+    /// The longest a 429's `Retry-After` is waited for within one attempt; past it the attempt ends (`rateLimited`).
+    static let maximumWait: Duration = .seconds(5)
     static let maximumAnswer = 1 << 20
-    static let timeout: TimeAmount = .seconds(30)
+    /// For a whole exchange, head and body (`ProviderHTTP.fetch`).
+    static let timeout: Duration = .seconds(30)
 
     public init(
         key: AppStoreServerAPIKey, productionURL: String = Self.productionURL, sandboxURL: String = Self.sandboxURL,
-        http: HTTPClient = .shared, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        http: HTTPClient = ProviderHTTP.client, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.key = key
@@ -87,15 +89,13 @@ public struct AppStoreServerAPI: Sendable {
             } catch {
                 throw .configuration("cannot sign the App Store Server API token: \(error)")
             }
-            let status: Int, body: [UInt8], retryAfter: String?
+            let answer: ProviderHTTP.Answer
             do {
-                let response = try await http.execute(request, timeout: Self.timeout)
-                status = Int(response.status.code)
-                retryAfter = response.headers.first(name: "Retry-After")
-                body = Array(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
+                answer = try await ProviderHTTP.fetch(request, on: http, within: Self.timeout, maximumAnswer: Self.maximumAnswer)
             } catch {
                 throw .unavailable("no answer from \(url): \(error)")
             }
+            let (status, body) = (answer.status, answer.body)
             switch status {
             case 200:
                 return .found(body)
@@ -103,11 +103,14 @@ public struct AppStoreServerAPI: Sendable {
                 return .transactionNotFound
             case 401:
                 throw .configuration("Apple refused the token (401): check appStore.serverAPI keyId, issuerId, privateKeyPath and bundleId")
-            case 429 where attempt < Self.maximumAttempts:
-                let wait = retryAfter.flatMap(Int.self.init).map { Duration.seconds(max(0, $0)) } ?? .seconds(1)
-                do { try await sleep(min(wait, Self.maximumWait)) } catch { throw .unavailable("cancelled while waiting to ask again") }
             case 429:
-                throw .unavailable("rate limited (429) after \(attempt) attempts")
+                // Apple's `Retry-After` is the UNIX time in milliseconds when it may be asked again (not seconds), and
+                // its limits are hourly: a short wait is waited here, a longer one ends the attempt, and the schedule
+                // asks again no earlier than Apple said (`rateLimited`).
+                let retryAt = Self.retryAt(answer.headers.first(name: "Retry-After"), now: now()) ?? now().addingTimeInterval(1)
+                let wait = Duration.seconds(max(0, retryAt.timeIntervalSince(now())))
+                guard attempt < Self.maximumAttempts, wait <= Self.maximumWait else { throw .rateLimited(until: retryAt) }
+                do { try await sleep(wait) } catch { throw .unavailable("cancelled while waiting to ask again") }
             case 500...:
                 throw .unavailable("HTTP \(status): \(Self.text(body))")
             default:
@@ -124,6 +127,15 @@ public struct AppStoreServerAPI: Sendable {
               transactionId.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII })
         else { return nil }
         return transactionId
+    }
+
+    /// `Retry-After` as Apple sends it: the UNIX time in milliseconds. A small number (an HTTP-style delay in seconds,
+    /// as a proxy might send) is read as seconds from `now`.
+    static func retryAt(_ header: String?, now: Date) -> Date? {
+        guard let header, let number = Int64(header.trimmingCharacters(in: .whitespaces)), number >= 0 else { return nil }
+        // Milliseconds since 1970 are past 10^12 since 2001; delays in seconds are far below.
+        return number >= 1_000_000_000_000
+            ? Date(timeIntervalSince1970: Double(number) / 1000) : now.addingTimeInterval(Double(number))
     }
 
     static func errorCode(in body: [UInt8]) -> Int64? {
@@ -152,8 +164,10 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
     case configuration(String)
     /// Neither Production nor Sandbox knows the transaction.
     case transactionNotFound(String)
-    /// No answer, a 5xx, or still rate limited: ask again later.
+    /// No answer or a 5xx: ask again later.
     case unavailable(String)
+    /// 429: Apple may be asked again from `until` (its `Retry-After`), not before.
+    case rateLimited(until: Date)
     case unexpected(status: Int, body: String)
     case malformedAnswer(String)
     case invalidTransactionId(String)
@@ -165,6 +179,7 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
         case .configuration(let reason): "App Store Server API configuration: \(reason)"
         case .transactionNotFound(let id): "Apple knows no transaction \(id) (asked Production, then Sandbox)"
         case .unavailable(let reason): "App Store Server API unavailable: \(reason)"
+        case .rateLimited(let until): "App Store Server API rate limited (429) until \(RFC3339.format(until))"
         case .unexpected(let status, let body): "App Store Server API answered HTTP \(status): \(body)"
         case .malformedAnswer(let reason): "App Store Server API answer not understood: \(reason)"
         case .invalidTransactionId(let id): "\(id) is not an App Store transaction id"
@@ -174,6 +189,9 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
 
     /// Whether asking again later may get an answer.
     public var isRetryable: Bool {
-        if case .unavailable = self { true } else { false }
+        switch self {
+        case .unavailable, .rateLimited: true
+        case .configuration, .transactionNotFound, .unexpected, .malformedAnswer, .invalidTransactionId, .invalidOrderId: false
+        }
     }
 }

@@ -76,7 +76,7 @@ public struct ProviderQuestions: Sendable {
         } catch {
             switch error {
             case .configuration: return .configuration(error.description)
-            case .unavailable, .unexpected, .malformedAnswer: return .unreachable(error.description)
+            case .unavailable, .rateLimited, .unexpected, .malformedAnswer: return .unreachable(error.description)
             case .transactionNotFound: return .notYet(error.description)
             case .invalidTransactionId, .invalidOrderId: return .notAskable(error.description)
             }

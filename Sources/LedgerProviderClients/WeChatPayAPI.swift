@@ -21,11 +21,12 @@ public struct WeChatPayAPI: Sendable {
     let now: @Sendable () -> Date
 
     static let maximumAnswer = 1 << 20
-    static let timeout: TimeAmount = .seconds(30)
+    /// For a whole exchange, head and body (`ProviderHTTP.fetch`).
+    static let timeout: Duration = .seconds(30)
 
     public init(
         merchantId: String, serial: String, privateKey: _RSA.Signing.PrivateKey, baseURL: String = Self.baseURL,
-        http: HTTPClient = .shared, now: @escaping @Sendable () -> Date = Date.init
+        http: HTTPClient = ProviderHTTP.client, now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.merchantId = merchantId
         self.serial = serial
@@ -44,11 +45,10 @@ public struct WeChatPayAPI: Sendable {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = .GET
         request.headers.add(name: "Authorization", value: try authorization(method: "GET", path: path, body: ""))
-        request.headers.add(name: "Accept", value: "application/json")
         do {
-            let response = try await http.execute(request, timeout: Self.timeout)
-            let body = Array(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
-            let status = Int(response.status.code)
+            // `Accept` and `User-Agent` are required: WeChat Pay answers 400 INVALID_REQUEST without them.
+            let response = try await ProviderHTTP.fetch(request, on: http, within: Self.timeout, maximumAnswer: Self.maximumAnswer)
+            let (status, body) = (response.status, response.body)
             if status >= 500 { throw ProviderClientError.unavailable("HTTP \(status)") }
             let field = { (name: String) in response.headers.first(name: name) }
             var headers: WeChatPayHeaders?

@@ -138,7 +138,7 @@ public struct Recoverer: Sendable {
         var (outcome, said, words, recorded): (RecoveryOutcome, String, String?, [String])
         switch answer {
         case .answered(let message, let answerSaid):
-            (outcome, said, recorded) = try await record(message, said: answerSaid)
+            (outcome, said, recorded) = try await record(message, said: answerSaid, about: order.orderId)
             words = nil
         case .nothing(let nothing, let nothingSaid, let providerWords):
             (outcome, said, words, recorded) = (nothing, nothingSaid, providerWords, [])
@@ -158,16 +158,22 @@ public struct Recoverer: Sendable {
         return .asked(attempt, next: next)
     }
 
-    /// Records a verified answer; what came of it, in words.
-    func record(_ message: ProviderMessage, said: String) async throws -> (RecoveryOutcome, String, [String]) {
+    /// Records a verified answer about `orderId` (nil: the order it is recorded on); what came of it, in words.
+    /// `recovered` only when the order is no longer one that may be lost: an answer recorded that left it where it was
+    /// (not paid yet, a payment the rules did not apply) keeps it on the schedule (`recordedNotApplied`).
+    func record(_ message: ProviderMessage, said: String, about orderId: String? = nil) async throws -> (RecoveryOutcome, String, [String]) {
         do {
             switch try await database.ledger.recordProviderMessage(message) {
-            case .recorded(let orderId, let followed, let refusal):
+            case .recorded(let recordedOn, let followed, let refusal):
                 let events = ["provider.notified"] + followed.map(\.rawValue)
-                return (.recovered, "\(said); recorded on order \(orderId): \(events.joined(separator: ", "))"
-                        + (refusal.map { "; stopped short: \($0.message)" } ?? ""), events)
-            case .duplicate:
-                return (.recovered, "\(said); already recorded: the provider's answer has not changed since it was last asked", [])
+                let text = "\(said); recorded on order \(recordedOn): \(events.joined(separator: ", "))"
+                    + (refusal.map { "; stopped short: \($0.message)" } ?? "")
+                guard let state = try await stateIfStillLost(orderId ?? recordedOn) else { return (.recovered, text, events) }
+                return (.recordedNotApplied, text + "; the order is still \(state): asked again later", events)
+            case .duplicate(let seenOn):
+                let text = "\(said); already recorded: the provider's answer has not changed since it was last asked"
+                guard let target = orderId ?? seenOn, let state = try await stateIfStillLost(target) else { return (.recovered, text, []) }
+                return (.recordedNotApplied, text + "; the order is still \(state): asked again later", [])
             case .unmatched:
                 return (.keptNotApplied, "\(said); the answer matches no order: kept for finance as unknown_provider_transaction", [])
             case .refused(_, let field, let reason):
@@ -176,6 +182,12 @@ public struct Recoverer: Sendable {
         } catch let error as UnkeepableProviderMessage {
             return (.keptNotApplied, "\(said); the answer cannot be kept (\(error.field): \(error.message))", [])
         }
+    }
+
+    /// The order's state when it may still be lost (`RecoveryPlan.mayBeLost`); nil once it is not.
+    private func stateIfStillLost(_ orderId: String) async throws -> String? {
+        guard let order = try await database.ledger.order(orderId) else { return "unknown" }
+        return RecoveryPlan.mayBeLost(order.state) ? order.state.rawValue : nil
     }
 
     /// A configuration error is said loudly, once per provider per process: every attempt would say it again.

@@ -64,6 +64,8 @@ struct ServeCommand: AsyncParsableCommand {
                 try? resolved.embedded?.stop()
             }
         }
+        // Said before the first connection, which may take up to a minute to give up on an unreachable server.
+        logger.info("connecting to PostgreSQL at \(resolved.target)")
         try await resolved.prepareForService(logger: logger) { operations, embedded in
             try await DevelopmentToken.ensure(operations: operations, dataDirectory: embedded.dataDirectory)
         }

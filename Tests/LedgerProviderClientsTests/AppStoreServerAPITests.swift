@@ -78,15 +78,36 @@ struct AppStoreServerAPITests {
         #expect(apple.requests.allSatisfy { $0.hasPrefix("production 401") } && apple.requests.count == 2, "\(apple.requests)")
     }
 
-    @Test func aRateLimitIsWaitedOutAsRetryAfterSays() async throws {
+    /// Apple's `Retry-After` is the UNIX time in milliseconds: read as seconds, every 429 waited the longest wait.
+    @Test func aShortRateLimitIsWaitedOutUntilTheTimeAppleSays() async throws {
         apple.hold(try messages.transaction(orderId: "o-5", transactionId: "2000000000000005"), for: "2000000000000005")
-        apple.rateLimit(next: 2)
+        apple.rateLimit(next: 2, retryAfter: 2)
         let waits = Waits()
         try await apple.run { base async throws -> Void in
             #expect(try await client(base, waits: waits).transactionInfo("2000000000000005").environment == .production)
         }
-        #expect(waits.all == [.seconds(7), .seconds(7)])
+        #expect(waits.all.count == 2)
+        #expect(waits.all.allSatisfy { $0 > .seconds(1) && $0 <= .seconds(2) }, "\(waits.all)")
         #expect(apple.requests.map { $0.split(separator: " ")[1] } == ["429", "429", "200"])
+    }
+
+    /// Apple's limits are hourly: a 429 to come back in an hour ends the attempt at once, saying when.
+    @Test func aLongRateLimitEndsTheAttemptWithTheTimeToAskAgain() async throws {
+        apple.rateLimit(next: 1, retryAfter: 3_600)
+        let waits = Waits()
+        let before = Date()
+        try await apple.run { base async throws -> Void in
+            do throws(AppStoreServerAPIError) {
+                _ = try await client(base, waits: waits).transactionInfo("2000000000000005")
+                Issue.record("a 429 was taken for an answer")
+            } catch {
+                guard case .rateLimited(let until) = error else { Issue.record("\(error)"); return }
+                #expect(until > before.addingTimeInterval(3_590) && until < Date().addingTimeInterval(3_610), "\(until)")
+                #expect(error.isRetryable)
+            }
+        }
+        #expect(waits.all.isEmpty)
+        #expect(apple.requests.count == 1)
     }
 
     @Test func anAppleThatIsDownIsUnavailableAndWorthAskingAgain() async throws {

@@ -53,6 +53,35 @@ struct RecoveryScheduleTests {
         }
     }
 
+    /// A verified answer that is recorded but leaves the order where it was — here a payment of another amount, as
+    /// Alipay's `WAIT_BUYER_PAY` is recorded as evidence only — does not end the schedule: it had ended it as
+    /// `recovered`, and a buyer who then paid was never found.
+    @Test func anAnswerRecordedButNotAppliedKeepsTheOrderOnTheSchedule() async throws {
+        try await RecoveryHarness.run { harness in
+            try await harness.queuedOrder("wx-2")
+            harness.wechat.hold(orderId: "wx-2", state: "SUCCESS", transactionId: "4200001234202611250000000002", total: 999)
+            let node = harness.node()
+            harness.pastThreshold()
+            let first = try await node.runRound()
+            guard case .asked(let attempt, .due(let next))? = first.first, first.count == 1 else {
+                Issue.record("first round: \(first)")
+                return
+            }
+            #expect(attempt.outcome == .recordedNotApplied && attempt.recorded == ["provider.notified"], "\(attempt.said)")
+            #expect(try await harness.state("wx-2") == .paymentQueued)
+
+            harness.wechat.hold(orderId: "wx-2", state: "SUCCESS", transactionId: "4200001234202611250000000003")
+            harness.clock.set(next)
+            let second = try await node.runRound()
+            guard case .asked(let recovered, .ended(.recovered))? = second.first else {
+                Issue.record("second round: \(second)")
+                return
+            }
+            #expect(recovered.recorded.contains("receipt.verified"))
+            #expect(try await harness.state("wx-2") == .verified)
+        }
+    }
+
     /// No answer (WeChat Pay's 500 SYSTEM_ERROR) is asked again on the documented schedule — 15 s, 15 s, 30 s, 3 m …
     /// 6 h — and after the last attempt the order is unrecoverable, listed for finance with the last outcome.
     @Test func aProviderThatNeverAnswersIsAskedOnTheScheduleThenTheOrderIsListedUnrecoverable() async throws {

@@ -35,6 +35,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         var orders: [String: [String]] = [:]
         var notificationRequests: [JSONValue] = []
         var rateLimited = 0
+        var retryAfterSeconds: Double = 2
         var unavailable = 0
         var requests: [String] = []
     }
@@ -79,8 +80,11 @@ public final class FakeAppStoreServerAPI: Sendable {
     /// The JSON bodies of the Get Notification History requests, in order.
     public var notificationRequests: [JSONValue] { state.withLock { $0.notificationRequests } }
 
-    /// The next `count` requests are answered 429 with `Retry-After: 7`.
-    public func rateLimit(next count: Int) { state.withLock { $0.rateLimited = count } }
+    /// The next `count` requests are answered 429 with `Retry-After` as Apple sends it: the UNIX time in milliseconds
+    /// when it may be asked again, `seconds` from the moment of each answer.
+    public func rateLimit(next count: Int, retryAfter seconds: Double = 2) {
+        state.withLock { $0.rateLimited = count; $0.retryAfterSeconds = seconds }
+    }
     /// The next `count` requests are answered 503.
     public func failNext(_ count: Int) { state.withLock { $0.unavailable = count } }
     /// Each request as "ENVIRONMENT STATUS PATH", in order (`PATH?QUERY` when it had a query).
@@ -142,12 +146,15 @@ public final class FakeAppStoreServerAPI: Sendable {
         guard let authorization, authorization.hasPrefix("Bearer "), verifies(String(authorization.dropFirst(7))) else {
             return Self.text(.unauthorized, "Unauthenticated")
         }
-        let (limited, failing) = state.withLock { state -> (Bool, Bool) in
-            if state.rateLimited > 0 { state.rateLimited -= 1; return (true, false) }
-            if state.unavailable > 0 { state.unavailable -= 1; return (false, true) }
-            return (false, false)
+        let (limited, failing, retryAfter) = state.withLock { state -> (Bool, Bool, Double) in
+            if state.rateLimited > 0 { state.rateLimited -= 1; return (true, false, state.retryAfterSeconds) }
+            if state.unavailable > 0 { state.unavailable -= 1; return (false, true, 0) }
+            return (false, false, 0)
         }
-        if limited { return Self.json(.tooManyRequests, ["errorCode": 4_290_000, "errorMessage": "Rate limit exceeded."], headers: [.retryAfter: "7"]) }
+        if limited {
+            let retryAt = String(Int64((Date().timeIntervalSince1970 + retryAfter) * 1000))
+            return Self.json(.tooManyRequests, ["errorCode": 4_290_000, "errorMessage": "Rate limit exceeded."], headers: [.retryAfter: retryAt])
+        }
         if failing { return Self.json(.serviceUnavailable, ["errorCode": 5_000_001, "errorMessage": "An unknown error occurred."]) }
         return nil
     }

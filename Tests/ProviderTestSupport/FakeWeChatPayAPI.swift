@@ -82,6 +82,13 @@ public final class FakeWeChatPayAPI: Sendable {
             }
             defer { traffic.withLock { $0.inFlight -= 1 } }
             if delay > .zero { try await Task.sleep(for: delay) }
+            // WeChat Pay's rule: every request says who sends it and what it accepts, or it is refused before its
+            // signature is looked at — unsigned, since the platform signs only what it accepted.
+            guard request.headers[.userAgent]?.isEmpty == false, request.headers[.accept]?.isEmpty == false else {
+                log.withLock { $0.append("400 \(orderId) (no User-Agent or Accept)") }
+                return Response(status: .badRequest, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(
+                    string: #"{"code":"INVALID_REQUEST","message":"Http头缺少Accept或User-Agent"}"#)))
+            }
             let response = answer(orderId: orderId, mchid: request.uri.queryParameters.get("mchid"), pathAndQuery: pathAndQuery,
                                   authorization: request.headers[.authorization])
             log.withLock { $0.append("\(response.status.code) \(orderId)") }

@@ -86,8 +86,13 @@ public enum RecoveryStatus: String, Sendable, Hashable, CaseIterable {
 
 /// What one attempt came to.
 public enum RecoveryOutcome: String, Sendable, Hashable, CaseIterable {
-    /// The provider's verified answer was recorded (or had already been: its answer has not changed).
+    /// The provider's verified answer was recorded (or had already been: its answer has not changed), and the order
+    /// is no longer one that may be lost.
     case recovered
+    /// The provider's verified answer was recorded as evidence, but the order is still one that may be lost: not paid
+    /// yet (Alipay's `WAIT_BUYER_PAY`), or a payment the rules did not apply (another amount, product, environment or
+    /// transaction: finance lists it). The schedule asks again: a buyer who pays later is still found.
+    case recordedNotApplied = "recorded_not_applied"
     /// The provider answered: no payment yet (not paid, unknown to it, still paying).
     case notYet = "not_yet"
     /// There is no way to ask about this order yet (an App Store order without a transaction id waits for Apple's
@@ -108,7 +113,7 @@ public enum RecoveryOutcome: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .recovered: .recovered
         case .keptNotApplied: .unrecoverable
-        case .notYet, .notAskable, .unverified, .unreachable, .configuration: nil
+        case .recordedNotApplied, .notYet, .notAskable, .unverified, .unreachable, .configuration: nil
         }
     }
 }

@@ -107,10 +107,30 @@ public struct Database: Sendable {
             let result = try await body(client)
             await client.close()
             return result
+        } catch let error as PSQLError where !client.hasConnected && DatabaseErrors.isUnavailable(error) {
+            await client.close()
+            throw DatabaseUnreachable(target: target, reason: error)
         } catch {
             await client.close()
             throw error
         }
+    }
+
+    /// Where this database is, for people: `user@host:port/database` or `user@socket/database`, never a password.
+    public var target: String {
+        let place = configuration.unixSocketPath ?? "\(configuration.host ?? "localhost"):\(configuration.port ?? 5432)"
+        return "\(configuration.username)@\(place)/\(configuration.database ?? configuration.username)"
+    }
+}
+
+/// PostgreSQL could not be reached: not one session opened for a command or `serve`'s start. Says where it tried and
+/// why, where a bare `PSQLError` said neither.
+public struct DatabaseUnreachable: Error, CustomStringConvertible {
+    public let target: String
+    public let reason: PSQLError
+    public var description: String {
+        let why = reason.serverInfo?[.message] ?? reason.underlying.map { "\($0)" } ?? "\(reason.code)"
+        return "cannot reach PostgreSQL at \(target): \(why) (check DATABASE_URL, and that the server is running and accepts connections)"
     }
 }
 
