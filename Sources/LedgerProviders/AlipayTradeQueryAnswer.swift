@@ -17,6 +17,7 @@ public struct AlipayQueriedTrade: Sendable, Hashable {
     public var orderId: String
     public var tradeNo: String
     public var tradeStatus: AlipayTradeStatus
+    /// `total_amount`, in `trans_currency` when Alipay names one (a cross-border trade), else in CNY.
     public var totalAmount: Money
     public var paymentTime: Date?
     /// The whole body as Alipay sent it: the evidence, which can be verified again.
@@ -58,7 +59,9 @@ extension AlipayNotificationVerifier {
         }
         let found = try Self.required("out_trade_no", in: parameters)
         guard found == orderId else { throw .orderMismatch(found: found) }
-        guard let totalAmount = try Self.amount("total_amount", in: parameters) else { throw .missingParameter("total_amount") }
+        guard let totalAmount = try Self.amount("total_amount", in: parameters, currency: try Self.currency(in: parameters)) else {
+            throw .missingParameter("total_amount")
+        }
         let status = try Self.required("trade_status", in: parameters)
         guard let tradeStatus = AlipayTradeStatus(rawValue: status) else { throw .unknownTradeStatus(status) }
         return .trade(AlipayQueriedTrade(

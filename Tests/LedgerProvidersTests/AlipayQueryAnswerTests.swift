@@ -78,6 +78,26 @@ struct AlipayQueryAnswerTests {
         #expect(failure(twoSignatures) == .duplicateParameter("sign"))
     }
 
+    /// A cross-border trade's answer: `total_amount` is in `trans_currency`. 4.99 USD does not pay a 4.99 CNY order.
+    @Test func anAnswerInAnotherCurrencyDoesNotPayTheOrder() throws {
+        let order = WaitingOrder.of(Money(value: 499, currency: "CNY"), provider: .alipay)
+        func trade(_ changes: [String: JSONValue]) throws -> AlipayQueriedTrade? {
+            let body = try Kit.alipayAnswer(Self.paid.merging(changes) { $1 })
+            guard case .trade(let trade) = try Kit.alipayVerifier().verifyQueryAnswer(body, orderId: "order-1") else { return nil }
+            return trade
+        }
+        let usd = try #require(try trade(["total_amount": "4.99", "trans_currency": "USD"]))
+        #expect(usd.totalAmount == Money(value: 499, currency: "USD"))
+        #expect(WaitingOrder.followUp(usd.message(receivedAt: Kit.now), on: order)?.events == [])
+        let yuan = try #require(try trade(["total_amount": "4.99"]))
+        #expect(yuan.totalAmount == Money(value: 499, currency: "CNY"))
+        #expect(WaitingOrder.followUp(yuan.message(receivedAt: Kit.now), on: order)?.events.map(\.type) == [.receiptReceived, .receiptVerified])
+
+        #expect(throws: AlipayVerificationError.malformedCurrency(field: "trans_currency", value: "usd")) {
+            try trade(["total_amount": "4.99", "trans_currency": "usd"])
+        }
+    }
+
     @Test func anAnswerThatIsNotOneJSONObjectIsRefusedNotTrapped() throws {
         let (genuine, sign) = try signed(Self.paid)
         for body in [
