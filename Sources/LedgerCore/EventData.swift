@@ -42,6 +42,7 @@ extension OrderEvent {
                 "purchasedAt": .time(verified.purchasedAt),
             ]
             members["price"] = verified.price.map(JSONValue.money)
+            members["appAccountToken"] = verified.appAccountToken.map(JSONValue.uuid)
         case .verificationFailed(let failure):
             members = ["code": .string(failure.code), "retryable": .bool(failure.retryable)]
             members["message"] = failure.message.map(JSONValue.string)

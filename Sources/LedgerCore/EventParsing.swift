@@ -59,7 +59,7 @@ extension OrderEvent {
         case .paymentQueued: ["appAccountToken", "applicationUsername"]
         case .receiptReceived:
             ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256", "signedTransaction"]
-        case .receiptVerified: ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price"]
+        case .receiptVerified: ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price", "appAccountToken"]
         case .verificationFailed: ["code", "retryable", "message"]
         case .orderGranted: ["transactionId", "accountId", "items"]
         case .orderFinished: ["by"]
@@ -119,7 +119,8 @@ extension ReceiptVerified {
                 try data.choice(key, PurchaseEnvironment.self)
             },
             purchasedAt: try data.required("purchasedAt", data.time),
-            price: try data.money("price"))
+            price: try data.money("price"),
+            appAccountToken: try data.uuid("appAccountToken"))
     }
 }
 

@@ -38,6 +38,7 @@ public enum OrderDecider {
         // receipt.verified — the provider must confirm what the order expects.
         case (.receiptReceived, .receiptVerified(let verified), _), (.verificationFailed, .receiptVerified(let verified), _):
             return sameTransaction(order, verified.transactionId) ?? sameProductAndEnvironment(order, verified)
+                ?? sameAppAccountToken(order, verified)
 
         // verification.failed — retryable or not, evolve decides where it leads.
         case (.receiptReceived, .verificationFailed, _), (.verificationFailed, .verificationFailed, _):
@@ -118,6 +119,14 @@ public enum OrderDecider {
             return .environmentMismatch(expected: order.environment, actual: verified.environment)
         }
         return nil
+    }
+
+    /// A purchase the provider signed for another `appAccountToken` was bought for another order (or account): it
+    /// does not verify this one, whichever transaction id it shares. Judged only when both name a token: a transaction
+    /// bought without one, or an order that has none (not an App Store order), has nothing to compare.
+    private static func sameAppAccountToken(_ order: Order, _ verified: ReceiptVerified) -> Refusal? {
+        guard let signed = verified.appAccountToken, let expected = order.appAccountToken, signed != expected else { return nil }
+        return .appAccountTokenMismatch(expected: expected, actual: signed)
     }
 
     /// A refund is at most what was paid, in the order's currency (absent: the whole amount). One refund stands at a

@@ -120,10 +120,13 @@ public struct ReceiptVerified: Sendable, Hashable {
     /// Kept to the millisecond (the init rounds down), so the event survives a trip through its stored data.
     public var purchasedAt: Date
     public var price: Money?
+    /// The `appAccountToken` the provider signed with the purchase (App Store), when it carries one: the order it was
+    /// bought for. Compared with the order's, so a transaction bought for another order never verifies this one.
+    public var appAccountToken: UUID?
 
     public init(
         transactionId: String, productId: String, quantity: Int = 1, environment: PurchaseEnvironment,
-        purchasedAt: Date, price: Money? = nil
+        purchasedAt: Date, price: Money? = nil, appAccountToken: UUID? = nil
     ) {
         self.transactionId = transactionId
         self.productId = productId
@@ -131,6 +134,7 @@ public struct ReceiptVerified: Sendable, Hashable {
         self.environment = environment
         self.purchasedAt = EventTime.truncated(purchasedAt)
         self.price = price
+        self.appAccountToken = appAccountToken
     }
 }
 

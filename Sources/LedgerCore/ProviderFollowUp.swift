@@ -7,8 +7,8 @@ import Foundation
 ///
 /// - A **payment** of the order's own provider, for the order's amount (when the provider states one): an order
 ///   without a transaction records `receipt.received` (source `notification`); an order waiting for verification
-///   records `receipt.verified` with what the provider signed. An amount that differs is never applied (finance
-///   sees it as `amount_mismatch`).
+///   records `receipt.verified` with what the provider signed (so the order's rules judge its product, environment
+///   and `appAccountToken`). An amount that differs is never applied (finance sees it as `amount_mismatch`).
 /// - A **refund** (the latest of the refunds and reversals, by the provider's signing time, is a refund): a verified,
 ///   granted or finished order records `order.refunded`. A **reversal** after it: `order.refund_reversed`.
 /// - **Closed** unpaid (no payment fact): an order not yet paid records `order.cancelled` (`expired`).
@@ -53,7 +53,8 @@ public enum ProviderFollowUp {
                 guard follow(.receiptVerified(ReceiptVerified(
                     transactionId: transactionId, productId: payment.productId ?? order.productId,
                     quantity: order.quantity, environment: payment.environment ?? order.environment,
-                    purchasedAt: payment.purchasedAt ?? payment.signedAt, price: payment.amount)))
+                    purchasedAt: payment.purchasedAt ?? payment.signedAt, price: payment.amount,
+                    appAccountToken: payment.appAccountToken)))
                 else { return Outcome(events: events, refusal: refusal) }
             }
         } else if facts.contains(where: { $0.effect == .closed }), [.created, .paymentQueued].contains(order.state) {

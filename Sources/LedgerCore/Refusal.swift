@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why the domain refused a well-formed event: the order's rules, not the request's shape. Each refusal says
 /// what was expected, so a client (or support) can tell a harmless retry from a real conflict.
 public enum Refusal: Error, Sendable, Hashable {
@@ -9,6 +11,8 @@ public enum Refusal: Error, Sendable, Hashable {
     case productMismatch(expected: String, actual: String)
     case environmentMismatch(expected: PurchaseEnvironment, actual: PurchaseEnvironment)
     case accountMismatch(expected: String, actual: String)
+    /// The provider signed the purchase for another `appAccountToken` than the order's: bought for another order.
+    case appAccountTokenMismatch(expected: UUID, actual: UUID)
     case alreadyGranted(transactionId: String, orderId: String)
     /// A refund of more than the order's amount, or in another currency.
     case refundExceedsPayment(paid: Money, refund: Money)
@@ -21,7 +25,7 @@ public enum Refusal: Error, Sendable, Hashable {
         case .transactionMismatch: "transaction_mismatch"
         case .productMismatch: "product_mismatch"
         case .environmentMismatch: "environment_mismatch"
-        case .accountMismatch: "account_mismatch"
+        case .accountMismatch, .appAccountTokenMismatch: "account_mismatch"
         case .alreadyGranted: "already_granted"
         case .refundExceedsPayment: "amount_mismatch"
         }
@@ -49,6 +53,8 @@ public enum Refusal: Error, Sendable, Hashable {
             "the receipt is from the \(actual.rawValue) environment, but the order is for \(expected.rawValue)"
         case .accountMismatch(let expected, let actual):
             "the grant is for account \(actual), but the order belongs to account \(expected)"
+        case .appAccountTokenMismatch(let expected, let actual):
+            "the provider signed the purchase for appAccountToken \(actual.lowercasedText), but the order's is \(expected.lowercasedText)"
         case .alreadyGranted(let transactionId, let orderId):
             "transaction \(transactionId) was already granted by order \(orderId)"
         case .refundExceedsPayment(let paid, let refund):
@@ -76,6 +82,8 @@ public enum Refusal: Error, Sendable, Hashable {
             ["expected": .string(expected), "actual": .string(actual)]
         case .environmentMismatch(let expected, let actual):
             ["expected": .string(expected.rawValue), "actual": .string(actual.rawValue)]
+        case .appAccountTokenMismatch(let expected, let actual):
+            ["expected": .string(expected.lowercasedText), "actual": .string(actual.lowercasedText)]
         case .refundExceedsPayment(let paid, let refund):
             ["paid": .money(paid), "refund": .money(refund)]
         }

@@ -61,7 +61,8 @@ extension AppStoreTransaction {
     public var verification: ReceiptVerified {
         ReceiptVerified(
             transactionId: transactionId, productId: productId, quantity: quantity ?? 1,
-            environment: environment.purchaseEnvironment, purchasedAt: purchaseDate, price: paidAmount)
+            environment: environment.purchaseEnvironment, purchasedAt: purchaseDate, price: paidAmount,
+            appAccountToken: appAccountToken)
     }
 }
 

@@ -137,6 +137,9 @@ struct RefusalTests {
         (.environmentMismatch(expected: .production, actual: .sandbox), "environment_mismatch",
          ["expected": "production", "actual": "sandbox"]),
         (.accountMismatch(expected: "a-1", actual: "a-2"), "account_mismatch", ["expected": "a-1", "actual": "a-2"]),
+        (.appAccountTokenMismatch(expected: AppAccountToken.forOrderId("order-1"), actual: AppAccountToken.forOrderId("order-2")),
+         "account_mismatch", ["expected": "ac611565-7e47-5acf-a5d1-e8541cf37759",
+                              "actual": .string(AppAccountToken.forOrderId("order-2").lowercasedText)]),
         (.alreadyGranted(transactionId: "t-1", orderId: "o-1"), "already_granted", ["transactionId": "t-1", "orderId": "o-1"]),
     ]
 

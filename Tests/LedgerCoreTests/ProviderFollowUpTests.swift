@@ -101,6 +101,19 @@ struct ProviderFollowUpTests {
         #expect(outcome.refusal?.code == "transaction_mismatch")
     }
 
+    /// Apple's payment of the order's transaction, bought for another order's token: it does not verify this one.
+    @Test func aPaymentForAnotherOrdersAppAccountTokenDoesNotVerifyTheOrder() throws {
+        let order = try #require(OrderDecider.fold(Sample.recorded(Sample.history(to: .receiptReceived))))
+        guard case .providerNotified(var payment) = Sample.providerFact(.payment) else { return }
+        payment.appAccountToken = AppAccountToken.forOrderId("order-2")
+        let outcome = ProviderFollowUp.events(for: order, facts: [payment])
+        #expect(outcome.events.isEmpty)
+        #expect(outcome.refusal == .appAccountTokenMismatch(
+            expected: AppAccountToken.forOrderId(Sample.orderId), actual: AppAccountToken.forOrderId("order-2")))
+        payment.appAccountToken = AppAccountToken.forOrderId(Sample.orderId)
+        #expect(ProviderFollowUp.events(for: order, facts: [payment]).events.map(\.type) == [.receiptVerified])
+    }
+
     @Test func theAppAccountTokenOfAnAppStoreOrderDefaultsToTheOneDerivedFromItsId() {
         let order = OrderDecider.fold(Sample.recorded([Sample.created]))
         #expect(order?.appAccountToken == AppAccountToken.forOrderId(Sample.orderId))

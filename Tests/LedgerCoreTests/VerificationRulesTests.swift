@@ -29,6 +29,22 @@ struct VerificationRulesTests {
             == .environmentMismatch(expected: .production, actual: .sandbox))
     }
 
+    /// A purchase Apple signed for another order's `appAccountToken` does not verify this order, even with its
+    /// transaction id; the token the order holds (here derived from its id) or no token at all does.
+    @Test func verificationOfAPurchaseForAnotherAppAccountTokenIsRefused() {
+        func verified(_ token: UUID?) -> OrderEvent {
+            .receiptVerified(ReceiptVerified(
+                transactionId: Sample.transactionId, productId: Sample.productId, environment: .production,
+                purchasedAt: Sample.start, appAccountToken: token))
+        }
+        let other = AppAccountToken.forOrderId("order-2")
+        let refusal = record(verified(other), in: .receiptReceived).refusal
+        #expect(refusal == .appAccountTokenMismatch(expected: AppAccountToken.forOrderId(Sample.orderId), actual: other))
+        #expect(refusal?.code == "account_mismatch")
+        #expect(record(verified(AppAccountToken.forOrderId(Sample.orderId)), in: .receiptReceived).state == .verified)
+        #expect(record(verified(nil), in: .receiptReceived).state == .verified)
+    }
+
     @Test func verificationChecksTransactionThenProductThenEnvironment() {
         let everythingWrong = Sample.verified("other-tx", product: "gems.500", environment: .sandbox)
         #expect(record(everythingWrong, in: .receiptReceived).refusal?.code == "transaction_mismatch")

@@ -259,6 +259,41 @@ struct SignedTransactionAPITests {
         }
     }
 
+    /// A StoreKit 2 transaction bought for order-2 (its appAccountToken), posted as order-1's: Apple's signature
+    /// holds, and what it signed says the purchase is not this order's.
+    @Test func aSignedTransactionBoughtForAnotherOrderDoesNotVerifyThisOne() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            try await api.createOrder("order-2")
+            let answer = try await api.post("order-1", receipt(try apple.transaction(orderId: "order-2")))
+            #expect(answer.status == .conflict)
+            #expect(answer.errorCode == "account_mismatch")
+            #expect(answer.json["error"]?["details"]?["actual"] == .string(AppAccountToken.forOrderId("order-2").lowercasedText))
+            #expect(try await api.state("order-1") == "payment_queued")
+        }
+    }
+
+    /// Order-1 claims a transaction; Apple's notification about it carries order-2's appAccountToken. The message is
+    /// recorded on order-1 (it names order-1's transaction), and does not verify it.
+    @Test func aNotificationForAnotherOrdersTokenDoesNotVerifyTheOrderClaimingItsTransaction() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            try await api.createOrder("order-2")
+            let claim = try await api.post("order-1", [
+                "eventId": .string(UUID().uuidString), "type": "receipt.received", "data": ["transactionId": "tx-claimed"],
+            ])
+            #expect(claim.status == .created, "\(claim.bodyText)")
+            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "order-2", transactionId: "tx-claimed"))
+            #expect(answer.status == .ok, "\(answer.bodyText)")
+            #expect(answer.json["orderId"] == "order-1")
+            #expect(answer.json["refusal"]?["code"] == "account_mismatch")
+            #expect(try await api.state("order-1") == "receipt_received")
+            #expect(try await api.state("order-2") == "payment_queued")
+        }
+    }
+
     @Test func aForgedSignedTransactionFailsVerificationPermanently() async throws {
         let apple = try AppleMessages()
         let stranger = try ProviderTestKit.CA(name: "Stranger")
