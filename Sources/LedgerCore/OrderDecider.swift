@@ -38,7 +38,7 @@ public enum OrderDecider {
         // receipt.verified — the provider must confirm what the order expects.
         case (.receiptReceived, .receiptVerified(let verified), _), (.verificationFailed, .receiptVerified(let verified), _):
             return sameTransaction(order, verified.transactionId) ?? sameProductAndEnvironment(order, verified)
-                ?? sameAppAccountToken(order, verified)
+                ?? sameAppAccountToken(order, verified) ?? sameAmount(order, verified)
 
         // verification.failed — retryable or not, evolve decides where it leads.
         case (.receiptReceived, .verificationFailed, _), (.verificationFailed, .verificationFailed, _):
@@ -127,6 +127,15 @@ public enum OrderDecider {
     private static func sameAppAccountToken(_ order: Order, _ verified: ReceiptVerified) -> Refusal? {
         guard let signed = verified.appAccountToken, let expected = order.appAccountToken, signed != expected else { return nil }
         return .appAccountTokenMismatch(expected: expected, actual: signed)
+    }
+
+    /// What the provider says was paid is the order's amount, currency included. A price not in whole minor units
+    /// never is. Only a verification that states no price at all (`price` and `unconvertedPrice` absent: a provider,
+    /// or a transaction, that says none) skips the comparison.
+    private static func sameAmount(_ order: Order, _ verified: ReceiptVerified) -> Refusal? {
+        if let stated = verified.unconvertedPrice { return .priceNotInMinorUnits(expected: order.amount, actual: stated) }
+        if let price = verified.price, price != order.amount { return .amountMismatch(expected: order.amount, actual: price) }
+        return nil
     }
 
     /// A refund is at most what was paid, in the order's currency (absent: the whole amount). One refund stands at a

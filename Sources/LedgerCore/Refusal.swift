@@ -14,6 +14,10 @@ public enum Refusal: Error, Sendable, Hashable {
     /// The provider signed the purchase for another `appAccountToken` than the order's: bought for another order.
     case appAccountTokenMismatch(expected: UUID, actual: UUID)
     case alreadyGranted(transactionId: String, orderId: String)
+    /// The provider says another amount (or currency) was paid than the order's.
+    case amountMismatch(expected: Money, actual: Money)
+    /// The provider stated a price that is not a whole, non-negative number of minor units: no order's amount.
+    case priceNotInMinorUnits(expected: Money, actual: UnconvertedPrice)
     /// A refund of more than the order's amount, or in another currency.
     case refundExceedsPayment(paid: Money, refund: Money)
 
@@ -27,7 +31,7 @@ public enum Refusal: Error, Sendable, Hashable {
         case .environmentMismatch: "environment_mismatch"
         case .accountMismatch, .appAccountTokenMismatch: "account_mismatch"
         case .alreadyGranted: "already_granted"
-        case .refundExceedsPayment: "amount_mismatch"
+        case .amountMismatch, .priceNotInMinorUnits, .refundExceedsPayment: "amount_mismatch"
         }
     }
 
@@ -57,6 +61,11 @@ public enum Refusal: Error, Sendable, Hashable {
             "the provider signed the purchase for appAccountToken \(actual.lowercasedText), but the order's is \(expected.lowercasedText)"
         case .alreadyGranted(let transactionId, let orderId):
             "transaction \(transactionId) was already granted by order \(orderId)"
+        case .amountMismatch(let expected, let actual):
+            "the provider says \(actual.formatted) was paid, but the order is for \(expected.formatted)"
+        case .priceNotInMinorUnits(let expected, let actual):
+            "the provider's price of \(actual) is not a whole, non-negative number of \(actual.currency) minor units, "
+                + "so it is not the order's \(expected.formatted)"
         case .refundExceedsPayment(let paid, let refund):
             "a refund of \(refund.value) \(refund.currency) minor units is not within the \(paid.value) \(paid.currency) paid: "
                 + "a refund is at most the order's amount, in its currency"
@@ -84,6 +93,10 @@ public enum Refusal: Error, Sendable, Hashable {
             ["expected": .string(expected.rawValue), "actual": .string(actual.rawValue)]
         case .appAccountTokenMismatch(let expected, let actual):
             ["expected": .string(expected.lowercasedText), "actual": .string(actual.lowercasedText)]
+        case .amountMismatch(let expected, let actual):
+            ["expected": .money(expected), "actual": .money(actual)]
+        case .priceNotInMinorUnits(let expected, let actual):
+            ["expected": .money(expected), "actual": .unconvertedPrice(actual)]
         case .refundExceedsPayment(let paid, let refund):
             ["paid": .money(paid), "refund": .money(refund)]
         }

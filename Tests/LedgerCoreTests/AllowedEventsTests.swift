@@ -141,6 +141,12 @@ struct RefusalTests {
          "account_mismatch", ["expected": "ac611565-7e47-5acf-a5d1-e8541cf37759",
                               "actual": .string(AppAccountToken.forOrderId("order-2").lowercasedText)]),
         (.alreadyGranted(transactionId: "t-1", orderId: "o-1"), "already_granted", ["transactionId": "t-1", "orderId": "o-1"]),
+        (.amountMismatch(expected: Money(value: 499, currency: "USD"), actual: Money(value: 500, currency: "USD")), "amount_mismatch",
+         ["expected": ["value": 499, "currency": "USD"], "actual": ["value": 500, "currency": "USD"]]),
+        (.priceNotInMinorUnits(
+            expected: Money(value: 499, currency: "USD"), actual: UnconvertedPrice(milliunits: 4991, quantity: 1, currency: "USD")),
+         "amount_mismatch",
+         ["expected": ["value": 499, "currency": "USD"], "actual": ["milliunits": 4991, "quantity": 1, "currency": "USD"]]),
     ]
 
     @Test(arguments: cases)

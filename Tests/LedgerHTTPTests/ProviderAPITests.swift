@@ -69,6 +69,26 @@ struct AppStoreNotificationAPITests {
         }
     }
 
+    /// Apple's payment at 4991 milliunits (499.1 cents) for a 4.99 USD order: genuine, so recorded; not the order's
+    /// amount, so not applied, said in the answer and listed for finance.
+    @Test func aPaymentPricedInFractionsOfACentIsRecordedNotAppliedAndListed() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", price: 4991))
+            #expect(answer.status == .ok, "\(answer.bodyText)")
+            #expect(answer.json["outcome"] == "recorded")
+            #expect(answer.json["followed"] == [])
+            #expect(answer.json["refusal"]?["code"] == "amount_mismatch")
+            #expect(try await api.state("order-1") == "payment_queued")
+            let history = try await api.get("/v1/orders/order-1/history").json["events"]?.elements ?? []
+            let fact = history.first { $0["type"] == "provider.notified" }
+            #expect(fact?["data"]?["unconvertedPrice"] == ["milliunits": 4991, "quantity": 1, "currency": "USD"])
+            #expect(try await api.anomalies("amount_mismatch").map { $0["orderId"] } == ["order-1"])
+            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+        }
+    }
+
     @Test func aRetryOfTheSameNotificationRecordsNothingNew() async throws {
         let apple = try AppleMessages()
         try await API.run(providers: apple.verifiers) { api in
@@ -291,6 +311,26 @@ struct SignedTransactionAPITests {
             #expect(answer.json["refusal"]?["code"] == "account_mismatch")
             #expect(try await api.state("order-1") == "receipt_received")
             #expect(try await api.state("order-2") == "payment_queued")
+        }
+    }
+
+    /// Issue 41, item 5: a 4.99 USD order and Apple's prices of 4991, -4990 and 1 milliunits, none exactly 499 cents.
+    @Test func aSignedTransactionPricedOtherThanTheOrderDoesNotVerifyIt() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            for (index, price) in [4991, -4990, 1].enumerated() {
+                let orderId = "order-\(index)"
+                try await api.createOrder(orderId)
+                let signed = try apple.transaction(orderId: orderId, transactionId: "tx-\(index)", price: Int64(price))
+                let answer = try await api.post(orderId, receipt(signed))
+                #expect(answer.status == .conflict, "\(price): \(answer.bodyText)")
+                #expect(answer.errorCode == "amount_mismatch", "\(price)")
+                #expect(try await api.state(orderId) == "payment_queued", "\(price)")
+            }
+            try await api.createOrder("order-exact")
+            let exact = try await api.post("order-exact", receipt(try apple.transaction(orderId: "order-exact", transactionId: "tx-exact", price: 4990)))
+            #expect(exact.status == .created, "\(exact.bodyText)")
+            #expect(try await api.state("order-exact") == "verified")
         }
     }
 
