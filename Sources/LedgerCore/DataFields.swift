@@ -158,6 +158,23 @@ struct DataFields {
         return Money(value: minorUnits, currency: currency)
     }
 
+    private static let unconvertedPriceFieldNames = ["milliunits", "quantity", "currency"]
+
+    /// `{"milliunits": any integer, "quantity": any integer, "currency": "USD"}`: a price as a provider stated it,
+    /// which is not in whole minor units (`UnconvertedPrice`).
+    func unconvertedPrice(_ key: String) throws(EventValidationError) -> UnconvertedPrice? {
+        guard let value = value(key) else { return nil }
+        let price = try DataFields(
+            value, path: name(key), owner: "a price", allowing: Self.unconvertedPriceFieldNames, rules: rules)
+        let milliunits = try price.required("milliunits") { key throws(EventValidationError) in try price.integer(key, in: .min ... .max) }
+        let quantity = try price.required("quantity") { key throws(EventValidationError) in try price.integer(key, in: .min ... .max) }
+        let currency = try price.required("currency", price.string)
+        guard currency.utf8.count == 3, currency.utf8.everyByte({ (65...90).contains($0) }) else {
+            throw price.refuse("currency", "must be 3 upper-case letters (ISO 4217)")
+        }
+        return UnconvertedPrice(milliunits: milliunits, quantity: quantity, currency: currency)
+    }
+
     /// Any JSON object, free of NUL characters (which PostgreSQL's jsonb refuses).
     func object(_ key: String) throws(EventValidationError) -> JSONValue? {
         guard let value = value(key) else { return nil }

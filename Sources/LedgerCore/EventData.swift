@@ -42,6 +42,8 @@ extension OrderEvent {
                 "purchasedAt": .time(verified.purchasedAt),
             ]
             members["price"] = verified.price.map(JSONValue.money)
+            members["unconvertedPrice"] = verified.unconvertedPrice.map(JSONValue.unconvertedPrice)
+            members["appAccountToken"] = verified.appAccountToken.map(JSONValue.uuid)
         case .verificationFailed(let failure):
             members = ["code": .string(failure.code), "retryable": .bool(failure.retryable)]
             members["message"] = failure.message.map(JSONValue.string)
@@ -73,6 +75,7 @@ extension OrderEvent {
             members["originalTransactionId"] = notice.originalTransactionId.map(JSONValue.string)
             members["productId"] = notice.productId.map(JSONValue.string)
             members["amount"] = notice.amount.map(JSONValue.money)
+            members["unconvertedPrice"] = notice.unconvertedPrice.map(JSONValue.unconvertedPrice)
             members["environment"] = notice.environment.map { .string($0.rawValue) }
             members["appAccountToken"] = notice.appAccountToken.map(JSONValue.uuid)
             members["purchasedAt"] = notice.purchasedAt.map(JSONValue.time)
@@ -85,6 +88,10 @@ extension OrderEvent {
 extension JSONValue {
     static func money(_ money: Money) -> JSONValue {
         .object(["value": .int(money.value), "currency": .string(money.currency)])
+    }
+
+    static func unconvertedPrice(_ price: UnconvertedPrice) -> JSONValue {
+        .object(["milliunits": .int(price.milliunits), "quantity": .int(price.quantity), "currency": .string(price.currency)])
     }
 
     fileprivate static func uuid(_ uuid: UUID) -> JSONValue {

@@ -59,7 +59,8 @@ extension OrderEvent {
         case .paymentQueued: ["appAccountToken", "applicationUsername"]
         case .receiptReceived:
             ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256", "signedTransaction"]
-        case .receiptVerified: ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price"]
+        case .receiptVerified:
+            ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price", "unconvertedPrice", "appAccountToken"]
         case .verificationFailed: ["code", "retryable", "message"]
         case .orderGranted: ["transactionId", "accountId", "items"]
         case .orderFinished: ["by"]
@@ -68,7 +69,7 @@ extension OrderEvent {
         case .refundReversed: ["transactionId"]
         case .providerNotified:
             ["provider", "notificationId", "notificationType", "subtype", "effect", "signedAt", "transactionId",
-             "originalTransactionId", "productId", "amount", "environment", "appAccountToken", "purchasedAt",
+             "originalTransactionId", "productId", "amount", "unconvertedPrice", "environment", "appAccountToken", "purchasedAt",
              "revocationReason", "evidence"]
         }
     }
@@ -119,7 +120,9 @@ extension ReceiptVerified {
                 try data.choice(key, PurchaseEnvironment.self)
             },
             purchasedAt: try data.required("purchasedAt", data.time),
-            price: try data.money("price"))
+            price: try data.money("price"),
+            unconvertedPrice: try data.unconvertedPrice("unconvertedPrice"),
+            appAccountToken: try data.uuid("appAccountToken"))
     }
 }
 
@@ -190,6 +193,7 @@ extension ProviderNotified {
             originalTransactionId: try data.id("originalTransactionId"),
             productId: try data.id("productId"),
             amount: try data.money("amount"),
+            unconvertedPrice: try data.unconvertedPrice("unconvertedPrice"),
             environment: try data.choice("environment", PurchaseEnvironment.self),
             appAccountToken: try data.uuid("appAccountToken"),
             purchasedAt: try data.time("purchasedAt"),

@@ -96,6 +96,47 @@ struct JSONParser {
         return parser.pending
     }
 
+    /// The members of the object `bytes` holds, each with the exact byte range of its value, in their order and with
+    /// a repeated name kept (nil when the value is not an object). For a signature over one member's text: the caller
+    /// finds the member it believes here, hashes exactly its bytes and reads exactly its value, and decides what a
+    /// repeated name means. Everything else is as strict as `parse` (nested objects still refuse repeated names).
+    static func parseMemberSpans(_ bytes: [UInt8]) throws(JSONSyntaxError) -> [JSONMember]? {
+        var parser = JSONParser(bytes: bytes, streamSafe: false)
+        parser.skipWhitespace()
+        guard parser.current == UInt8(ascii: "{") else {
+            _ = try parse(bytes)
+            return nil
+        }
+        parser.index += 1  // {
+        var found: [JSONMember] = []
+        parser.skipWhitespace()
+        if parser.current == UInt8(ascii: "}") {
+            parser.index += 1
+        } else {
+            members: while true {
+                parser.skipWhitespace()
+                guard parser.current == UInt8(ascii: "\"") else { throw parser.error("expected a member name") }
+                let name = try parser.string()
+                try parser.expect(UInt8(ascii: ":"), "':'")
+                parser.skipWhitespace()
+                let start = parser.index
+                let value = try parser.value(depth: 1)
+                found.append(JSONMember(name: name, value: value, bytes: start..<parser.index))
+                parser.skipWhitespace()
+                switch parser.current {
+                case UInt8(ascii: ","): parser.index += 1
+                case UInt8(ascii: "}"):
+                    parser.index += 1
+                    break members
+                default: throw parser.error("expected ',' or '}'")
+                }
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected text after the value") }
+        return found
+    }
+
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         // Members are gathered on `pending`, one list the whole parse shares (a nested object's members go on top of
         // its parent's and are taken off when it ends), and hashed into the dictionary once, at its final size:

@@ -38,6 +38,7 @@ public enum OrderDecider {
         // receipt.verified — the provider must confirm what the order expects.
         case (.receiptReceived, .receiptVerified(let verified), _), (.verificationFailed, .receiptVerified(let verified), _):
             return sameTransaction(order, verified.transactionId) ?? sameProductAndEnvironment(order, verified)
+                ?? sameAppAccountToken(order, verified) ?? sameAmount(order, verified)
 
         // verification.failed — retryable or not, evolve decides where it leads.
         case (.receiptReceived, .verificationFailed, _), (.verificationFailed, .verificationFailed, _):
@@ -117,6 +118,23 @@ public enum OrderDecider {
         if verified.environment != order.environment {
             return .environmentMismatch(expected: order.environment, actual: verified.environment)
         }
+        return nil
+    }
+
+    /// A purchase the provider signed for another `appAccountToken` was bought for another order (or account): it
+    /// does not verify this one, whichever transaction id it shares. Judged only when both name a token: a transaction
+    /// bought without one, or an order that has none (not an App Store order), has nothing to compare.
+    private static func sameAppAccountToken(_ order: Order, _ verified: ReceiptVerified) -> Refusal? {
+        guard let signed = verified.appAccountToken, let expected = order.appAccountToken, signed != expected else { return nil }
+        return .appAccountTokenMismatch(expected: expected, actual: signed)
+    }
+
+    /// What the provider says was paid is the order's amount, currency included. A price not in whole minor units
+    /// never is. Only a verification that states no price at all (`price` and `unconvertedPrice` absent: a provider,
+    /// or a transaction, that says none) skips the comparison.
+    private static func sameAmount(_ order: Order, _ verified: ReceiptVerified) -> Refusal? {
+        if let stated = verified.unconvertedPrice { return .priceNotInMinorUnits(expected: order.amount, actual: stated) }
+        if let price = verified.price, price != order.amount { return .amountMismatch(expected: order.amount, actual: price) }
         return nil
     }
 

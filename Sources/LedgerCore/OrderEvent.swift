@@ -119,11 +119,18 @@ public struct ReceiptVerified: Sendable, Hashable {
     public var environment: PurchaseEnvironment
     /// Kept to the millisecond (the init rounds down), so the event survives a trip through its stored data.
     public var purchasedAt: Date
+    /// What the provider says was paid, in minor units; nil when it states no price (then nothing is compared) or
+    /// when its price is not in whole minor units (then `unconvertedPrice` holds it, and it is compared).
     public var price: Money?
+    /// A price the provider stated that is not a whole number of minor units: never the order's amount.
+    public var unconvertedPrice: UnconvertedPrice?
+    /// The `appAccountToken` the provider signed with the purchase (App Store), when it carries one: the order it was
+    /// bought for. Compared with the order's, so a transaction bought for another order never verifies this one.
+    public var appAccountToken: UUID?
 
     public init(
         transactionId: String, productId: String, quantity: Int = 1, environment: PurchaseEnvironment,
-        purchasedAt: Date, price: Money? = nil
+        purchasedAt: Date, price: Money? = nil, unconvertedPrice: UnconvertedPrice? = nil, appAccountToken: UUID? = nil
     ) {
         self.transactionId = transactionId
         self.productId = productId
@@ -131,6 +138,8 @@ public struct ReceiptVerified: Sendable, Hashable {
         self.environment = environment
         self.purchasedAt = EventTime.truncated(purchasedAt)
         self.price = price
+        self.unconvertedPrice = unconvertedPrice
+        self.appAccountToken = appAccountToken
     }
 }
 

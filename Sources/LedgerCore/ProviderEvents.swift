@@ -34,8 +34,12 @@ public struct ProviderNotified: Sendable, Hashable {
     public var transactionId: String?
     public var originalTransactionId: String?
     public var productId: String?
-    /// What the provider says was paid (a payment) or refunded (a refund), in minor units.
+    /// What the provider says was paid (a payment) or refunded (a refund), in minor units; nil when it states none,
+    /// or when its price is not in whole minor units (`unconvertedPrice`).
     public var amount: Money?
+    /// A price the provider stated that is not a whole, non-negative number of minor units (App Store): no order's
+    /// amount, so a payment stating it is never applied.
+    public var unconvertedPrice: UnconvertedPrice?
     public var environment: PurchaseEnvironment?
     public var appAccountToken: UUID?
     public var purchasedAt: Date?
@@ -46,7 +50,7 @@ public struct ProviderNotified: Sendable, Hashable {
     public init(
         provider: Provider, notificationId: String, notificationType: String, subtype: String? = nil,
         effect: ProviderEffect, signedAt: Date, transactionId: String? = nil, originalTransactionId: String? = nil,
-        productId: String? = nil, amount: Money? = nil, environment: PurchaseEnvironment? = nil,
+        productId: String? = nil, amount: Money? = nil, unconvertedPrice: UnconvertedPrice? = nil, environment: PurchaseEnvironment? = nil,
         appAccountToken: UUID? = nil, purchasedAt: Date? = nil, revocationReason: String? = nil,
         evidence: JSONValue
     ) {
@@ -60,6 +64,7 @@ public struct ProviderNotified: Sendable, Hashable {
         self.originalTransactionId = originalTransactionId
         self.productId = productId
         self.amount = amount
+        self.unconvertedPrice = unconvertedPrice
         self.environment = environment
         self.appAccountToken = appAccountToken
         self.purchasedAt = purchasedAt.map(EventTime.truncated)

@@ -7,8 +7,9 @@ import Foundation
 ///
 /// - A **payment** of the order's own provider, for the order's amount (when the provider states one): an order
 ///   without a transaction records `receipt.received` (source `notification`); an order waiting for verification
-///   records `receipt.verified` with what the provider signed. An amount that differs is never applied (finance
-///   sees it as `amount_mismatch`).
+///   records `receipt.verified` with what the provider signed (so the order's rules judge its product, environment
+///   and `appAccountToken`). An amount that differs, or a price not in whole minor units, is never applied (the
+///   outcome's refusal says `amount_mismatch`, when no payment for the order's amount is there; finance sees it too).
 /// - A **refund** (the latest of the refunds and reversals, by the provider's signing time, is a refund): a verified,
 ///   granted or finished order records `order.refunded`. A **reversal** after it: `order.refund_reversed`.
 /// - **Closed** unpaid (no payment fact): an order not yet paid records `order.cancelled` (`expired`).
@@ -38,10 +39,9 @@ public enum ProviderFollowUp {
             return true
         }
 
-        let payment = facts.last { fact in
-            fact.effect == .payment && fact.transactionId != nil && fact.provider == order.provider
-                && (fact.amount == nil || fact.amount == order.amount)
-        }
+        let payments = facts.filter { $0.effect == .payment && $0.transactionId != nil && $0.provider == order.provider }
+        let payment = payments.last { $0.amountRefusal(for: order) == nil }
+        if payment == nil, let unpaid = payments.last?.amountRefusal(for: order) { refusal = unpaid }
         if let payment, let transactionId = payment.transactionId {
             if order.transactionId == nil {
                 guard follow(.receiptReceived(ReceiptReceived(
@@ -53,7 +53,8 @@ public enum ProviderFollowUp {
                 guard follow(.receiptVerified(ReceiptVerified(
                     transactionId: transactionId, productId: payment.productId ?? order.productId,
                     quantity: order.quantity, environment: payment.environment ?? order.environment,
-                    purchasedAt: payment.purchasedAt ?? payment.signedAt, price: payment.amount)))
+                    purchasedAt: payment.purchasedAt ?? payment.signedAt, price: payment.amount,
+                    unconvertedPrice: payment.unconvertedPrice, appAccountToken: payment.appAccountToken)))
                 else { return Outcome(events: events, refusal: refusal) }
             }
         } else if facts.contains(where: { $0.effect == .closed }), [.created, .paymentQueued].contains(order.state) {
@@ -75,5 +76,16 @@ public enum ProviderFollowUp {
             _ = follow(.refundReversed(RefundReversed(transactionId: transactionId)))
         }
         return Outcome(events: events, refusal: refusal)
+    }
+}
+
+extension ProviderNotified {
+    /// Why this payment is not for exactly `order`'s amount (value and currency), if it is not: a price not in whole
+    /// minor units never is. Only a payment that states no price at all (neither `amount` nor `unconvertedPrice`) is
+    /// not compared: "no price" is what the provider said, never what the ledger could not read.
+    func amountRefusal(for order: Order) -> Refusal? {
+        if let unconvertedPrice { return .priceNotInMinorUnits(expected: order.amount, actual: unconvertedPrice) }
+        if let amount, amount != order.amount { return .amountMismatch(expected: order.amount, actual: amount) }
+        return nil
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why the domain refused a well-formed event: the order's rules, not the request's shape. Each refusal says
 /// what was expected, so a client (or support) can tell a harmless retry from a real conflict.
 public enum Refusal: Error, Sendable, Hashable {
@@ -9,7 +11,13 @@ public enum Refusal: Error, Sendable, Hashable {
     case productMismatch(expected: String, actual: String)
     case environmentMismatch(expected: PurchaseEnvironment, actual: PurchaseEnvironment)
     case accountMismatch(expected: String, actual: String)
+    /// The provider signed the purchase for another `appAccountToken` than the order's: bought for another order.
+    case appAccountTokenMismatch(expected: UUID, actual: UUID)
     case alreadyGranted(transactionId: String, orderId: String)
+    /// The provider says another amount (or currency) was paid than the order's.
+    case amountMismatch(expected: Money, actual: Money)
+    /// The provider stated a price that is not a whole, non-negative number of minor units: no order's amount.
+    case priceNotInMinorUnits(expected: Money, actual: UnconvertedPrice)
     /// A refund of more than the order's amount, or in another currency.
     case refundExceedsPayment(paid: Money, refund: Money)
 
@@ -21,9 +29,9 @@ public enum Refusal: Error, Sendable, Hashable {
         case .transactionMismatch: "transaction_mismatch"
         case .productMismatch: "product_mismatch"
         case .environmentMismatch: "environment_mismatch"
-        case .accountMismatch: "account_mismatch"
+        case .accountMismatch, .appAccountTokenMismatch: "account_mismatch"
         case .alreadyGranted: "already_granted"
-        case .refundExceedsPayment: "amount_mismatch"
+        case .amountMismatch, .priceNotInMinorUnits, .refundExceedsPayment: "amount_mismatch"
         }
     }
 
@@ -49,8 +57,15 @@ public enum Refusal: Error, Sendable, Hashable {
             "the receipt is from the \(actual.rawValue) environment, but the order is for \(expected.rawValue)"
         case .accountMismatch(let expected, let actual):
             "the grant is for account \(actual), but the order belongs to account \(expected)"
+        case .appAccountTokenMismatch(let expected, let actual):
+            "the provider signed the purchase for appAccountToken \(actual.lowercasedText), but the order's is \(expected.lowercasedText)"
         case .alreadyGranted(let transactionId, let orderId):
             "transaction \(transactionId) was already granted by order \(orderId)"
+        case .amountMismatch(let expected, let actual):
+            "the provider says \(actual.formatted) was paid, but the order is for \(expected.formatted)"
+        case .priceNotInMinorUnits(let expected, let actual):
+            "the provider's price of \(actual) is not a whole, non-negative number of \(actual.currency) minor units, "
+                + "so it is not the order's \(expected.formatted)"
         case .refundExceedsPayment(let paid, let refund):
             "a refund of \(refund.value) \(refund.currency) minor units is not within the \(paid.value) \(paid.currency) paid: "
                 + "a refund is at most the order's amount, in its currency"
@@ -76,6 +91,12 @@ public enum Refusal: Error, Sendable, Hashable {
             ["expected": .string(expected), "actual": .string(actual)]
         case .environmentMismatch(let expected, let actual):
             ["expected": .string(expected.rawValue), "actual": .string(actual.rawValue)]
+        case .appAccountTokenMismatch(let expected, let actual):
+            ["expected": .string(expected.lowercasedText), "actual": .string(actual.lowercasedText)]
+        case .amountMismatch(let expected, let actual):
+            ["expected": .money(expected), "actual": .money(actual)]
+        case .priceNotInMinorUnits(let expected, let actual):
+            ["expected": .money(expected), "actual": .unconvertedPrice(actual)]
         case .refundExceedsPayment(let paid, let refund):
             ["paid": .money(paid), "refund": .money(refund)]
         }

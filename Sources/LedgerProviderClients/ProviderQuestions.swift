@@ -92,7 +92,7 @@ public struct ProviderQuestions: Sendable {
         }
         let message = transaction.queriedMessage
         let said = "\(environment.rawValue) answered: \(message.fact.effect.rawValue), product \(transaction.productId)"
-            + (message.fact.amount.map { ", \($0.formatted)" } ?? "") + ", signed \(RFC3339.format(transaction.signedDate))"
+            + (message.fact.amount.map { ", \($0.formatted)" } ?? message.fact.unconvertedPrice.map { ", \($0)" } ?? "") + ", signed \(RFC3339.format(transaction.signedDate))"
         return .answered(message, said: said)
     }
 

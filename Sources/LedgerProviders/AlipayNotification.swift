@@ -11,7 +11,8 @@ public enum AlipayTradeStatus: String, Sendable, Hashable, CaseIterable {
 }
 
 /// A verified Alipay asynchronous notification (`trade_status_sync`): its signature held with the configured
-/// key and it names the configured app. Amounts are integer fen in CNY; `parameters` keeps every decoded
+/// key and it names the configured app. Amounts are integer minor units of the trade's currency (`trans_currency`
+/// for a cross-border trade, else CNY: fen); `parameters` keeps every decoded
 /// parameter (also `sign`) as received, and `rawBody` the body verbatim, for the ledger's records.
 public struct AlipayNotification: Sendable, Hashable {
     /// `out_trade_no`: the ledger's order id, as sent in the payment request.
@@ -19,9 +20,9 @@ public struct AlipayNotification: Sendable, Hashable {
     /// `trade_no`: Alipay's transaction id.
     public var tradeNo: String
     public var tradeStatus: AlipayTradeStatus
-    /// `total_amount` in fen, CNY.
+    /// `total_amount`: in `trans_currency` when Alipay names one, else in CNY (fen).
     public var totalAmount: Money
-    /// `refund_fee` (total refunded so far) in fen, CNY, when present.
+    /// `refund_fee` (total refunded so far), in the same currency as `totalAmount`, when present.
     public var refundFee: Money?
     public var notifyId: String
     public var appId: String

@@ -13,7 +13,8 @@ import _CryptoExtras
 ///
 /// Checks, in order: the body parses (no duplicate keys); `charset` is UTF-8 (default when absent);
 /// `sign` present and base64; `sign_type`, if present, is `RSA2`; the signature holds; `app_id` is the
-/// configured one; `seller_id` too when one is configured; then the fields decode.
+/// configured one; `seller_id` too when one is configured; then the fields decode (amounts in `trans_currency` when
+/// present, else CNY).
 public struct AlipayNotificationVerifier: Sendable {
     public let appId: String
     public let publicKey: _RSA.Signing.PublicKey
@@ -37,7 +38,8 @@ public struct AlipayNotificationVerifier: Sendable {
             guard found == sellerId else { throw .sellerIdMismatch(found: found) }
         }
 
-        guard let totalAmount = try Self.amount("total_amount", in: parameters) else {
+        let currency = try Self.currency(in: parameters)
+        guard let totalAmount = try Self.amount("total_amount", in: parameters, currency: currency) else {
             throw .missingParameter("total_amount")
         }
         let status = try Self.required("trade_status", in: parameters)
@@ -47,7 +49,7 @@ public struct AlipayNotificationVerifier: Sendable {
             tradeNo: try Self.required("trade_no", in: parameters),
             tradeStatus: tradeStatus,
             totalAmount: totalAmount,
-            refundFee: try Self.amount("refund_fee", in: parameters),
+            refundFee: try Self.amount("refund_fee", in: parameters, currency: currency),
             notifyId: try Self.required("notify_id", in: parameters),
             appId: foundAppId,
             paymentTime: try Self.beijingTime("gmt_payment", in: parameters),
@@ -107,10 +109,24 @@ public struct AlipayNotificationVerifier: Sendable {
         return value
     }
 
-    static func amount(_ key: String, in parameters: [String: String]) throws(AlipayVerificationError) -> Money? {
+    /// The currency of the trade's amounts: `trans_currency` when Alipay sends it (a cross-border trade, priced in
+    /// that currency: its `total_amount` is in it, not in yuan), else CNY. Three upper-case letters (ISO 4217), its
+    /// decimals by `CurrencyExponent`; the ledger then compares the amount, currency included, with the order's.
+    static func currency(in parameters: [String: String]) throws(AlipayVerificationError) -> String {
+        guard let text = parameters["trans_currency"], !text.isEmpty else { return "CNY" }
+        guard text.utf8.count == 3, text.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
+            throw .malformedCurrency(field: "trans_currency", value: text)
+        }
+        return text
+    }
+
+    /// The amount `key` in minor units of `currency` (`DecimalAmount`).
+    static func amount(_ key: String, in parameters: [String: String], currency: String) throws(AlipayVerificationError) -> Money? {
         guard let text = parameters[key], !text.isEmpty else { return nil }
-        guard let fen = DecimalAmount.minorUnits(text) else { throw .malformedAmount(field: key, value: text) }
-        return Money(value: fen, currency: "CNY")
+        guard let minorUnits = DecimalAmount.minorUnits(text, currency: currency) else {
+            throw .malformedAmount(field: key, value: text)
+        }
+        return Money(value: minorUnits, currency: currency)
     }
 
     /// `yyyy-MM-dd HH:mm:ss` in Beijing time (UTC+8, no daylight saving).

@@ -17,6 +17,7 @@ public struct AlipayQueriedTrade: Sendable, Hashable {
     public var orderId: String
     public var tradeNo: String
     public var tradeStatus: AlipayTradeStatus
+    /// `total_amount`, in `trans_currency` when Alipay names one (a cross-border trade), else in CNY.
     public var totalAmount: Money
     public var paymentTime: Date?
     /// The whole body as Alipay sent it: the evidence, which can be verified again.
@@ -41,13 +42,13 @@ public struct AlipayQueriedTrade: Sendable, Hashable {
 
 extension AlipayNotificationVerifier {
     static let queryResponseKey = "alipay_trade_query_response"
+    static let errorResponseKey = "error_response"
 
     /// Verifies and reads an `alipay.trade.query` answer for `orderId`.
     public func verifyQueryAnswer(_ body: [UInt8], orderId: String) throws(AlipayVerificationError) -> AlipayTradeQueryAnswer {
-        let (document, key) = try checkQueryAnswerSignature(body)
-        guard case .object(let response)? = document[key] else { throw .malformedBody }
+        let response = try checkQueryAnswerSignature(body)
         var parameters: [String: String] = [:]
-        for (key, value) in response { if case .string(let text) = value { parameters[key] = text } }
+        for (key, value) in response.members { if case .string(let text) = value { parameters[key] = text } }
         switch (parameters["code"], parameters["sub_code"]) {
         case ("10000", _):
             break
@@ -58,7 +59,9 @@ extension AlipayNotificationVerifier {
         }
         let found = try Self.required("out_trade_no", in: parameters)
         guard found == orderId else { throw .orderMismatch(found: found) }
-        guard let totalAmount = try Self.amount("total_amount", in: parameters) else { throw .missingParameter("total_amount") }
+        guard let totalAmount = try Self.amount("total_amount", in: parameters, currency: try Self.currency(in: parameters)) else {
+            throw .missingParameter("total_amount")
+        }
         let status = try Self.required("trade_status", in: parameters)
         guard let tradeStatus = AlipayTradeStatus(rawValue: status) else { throw .unknownTradeStatus(status) }
         return .trade(AlipayQueriedTrade(
@@ -66,49 +69,29 @@ extension AlipayNotificationVerifier {
             totalAmount: totalAmount, paymentTime: try Self.beijingTime("send_pay_date", in: parameters), rawBody: body))
     }
 
-    /// `sign` over the exact text of the answer's response, with Alipay's key: the check that proves Alipay answered
-    /// this, and the only one a stored answer is put to again (`verifyStoredQueryAnswer`). Returns the parsed body and
-    /// the member that was signed: `alipay_trade_query_response`, or `error_response` for a refused request (a bad
-    /// signature of ours, a wrong app id), signed alike.
-    func checkQueryAnswerSignature(_ body: [UInt8]) throws(AlipayVerificationError) -> (document: JSONValue, key: String) {
-        guard let document = try? JSONValue(parsing: body), case .string(let sign)? = document["sign"] else {
-            throw .missingSignature
+    /// The response Alipay signed, and only if it did: the top-level member `alipay_trade_query_response` (or
+    /// `error_response`, for a refused request: a bad signature of ours, a wrong app id, signed alike), found by
+    /// walking the top-level object, never by searching the text (a signed answer nested under another key once
+    /// vouched for an unsigned one beside it). `sign` must hold over exactly that member's bytes, and what is returned
+    /// is the value parsed from exactly those bytes: what is verified is what is read. A top-level name given twice is
+    /// refused (which one was signed, which one read, would be a guess). The check that proves Alipay answered this,
+    /// and the only one a stored answer is put to again (`verifyStoredQueryAnswer`).
+    func checkQueryAnswerSignature(_ body: [UInt8]) throws(AlipayVerificationError) -> (key: String, members: [String: JSONValue]) {
+        guard let members = try? JSONValue.members(parsingObject: body) else { throw .malformedBody }
+        var names: [String] = []
+        for member in members {
+            guard !names.contains(member.name) else { throw .duplicateParameter(member.name) }
+            names.append(member.name)
         }
-        let key = Self.rawMember(Self.queryResponseKey, of: body) != nil ? Self.queryResponseKey : "error_response"
-        guard let content = Self.rawMember(key, of: body) else { throw .missingParameter(Self.queryResponseKey) }
+        guard let signed = members.first(where: { $0.name == Self.queryResponseKey }) ?? members.first(where: { $0.name == Self.errorResponseKey })
+        else { throw .missingParameter(Self.queryResponseKey) }
+        guard case .string(let sign)? = members.first(where: { $0.name == "sign" })?.value else { throw .missingSignature }
+        guard case .object(let response) = signed.value else { throw .malformedBody }
         guard let signature = Base64Decoding.standard(sign) else { throw .malformedSignature }
         guard publicKey.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: content), padding: .insecurePKCS1v1_5)
+            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: body[signed.bytes]),
+            padding: .insecurePKCS1v1_5)
         else { throw .signatureInvalid }
-        return (document, key)
-    }
-
-    /// The exact bytes of the value of the top-level member `key` (an object), as they appear in `body`.
-    static func rawMember(_ key: String, of body: [UInt8]) -> ArraySlice<UInt8>? {
-        let needle = Array("\"\(key)\"".utf8)
-        guard var index = body.firstRange(of: needle)?.upperBound else { return nil }
-        func skipSpace() { while index < body.count, [0x20, 0x09, 0x0A, 0x0D].contains(body[index]) { index += 1 } }
-        skipSpace()
-        guard index < body.count, body[index] == UInt8(ascii: ":") else { return nil }
-        index += 1
-        skipSpace()
-        guard index < body.count, body[index] == UInt8(ascii: "{") else { return nil }
-        let start = index
-        var depth = 0, inString = false, escaped = false
-        while index < body.count {
-            let byte = body[index]
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
-            } else if byte == UInt8(ascii: "{") {
-                depth += 1
-            } else if byte == UInt8(ascii: "}") {
-                depth -= 1
-                if depth == 0 { return body[start...index] }
-            }
-            index += 1
-        }
-        return nil
+        return (signed.name, response)
     }
 }

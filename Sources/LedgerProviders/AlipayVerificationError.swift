@@ -29,8 +29,10 @@ public enum AlipayVerificationError: Error, Sendable, Hashable, CustomStringConv
     case orderMismatch(found: String)
     /// `trade_status` is not one of TRADE_SUCCESS, TRADE_FINISHED, TRADE_CLOSED, WAIT_BUYER_PAY.
     case unknownTradeStatus(String)
-    /// An amount parameter is not a plain decimal with at most two decimals.
+    /// An amount parameter is not a plain decimal of its currency (at most two decimals; none past its exponent but zeros).
     case malformedAmount(field: String, value: String)
+    /// `trans_currency` is not three upper-case letters (an ISO 4217 code).
+    case malformedCurrency(field: String, value: String)
     /// A time parameter is not `yyyy-MM-dd HH:mm:ss`.
     case malformedTime(field: String, value: String)
 
@@ -51,6 +53,7 @@ public enum AlipayVerificationError: Error, Sendable, Hashable, CustomStringConv
         case .orderMismatch(let found): "order_mismatch (\(found))"
         case .unknownTradeStatus(let status): "unknown_trade_status (\(status))"
         case .malformedAmount(let field, let value): "malformed_amount (\(field)=\(value))"
+        case .malformedCurrency(let field, let value): "malformed_currency (\(field)=\(value))"
         case .malformedTime(let field, let value): "malformed_time (\(field)=\(value))"
         }
     }

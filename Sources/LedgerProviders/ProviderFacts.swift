@@ -20,7 +20,8 @@ extension AppStoreNotification {
             provider: .appStore, notificationId: notificationUUID, notificationType: notificationType.rawValue,
             subtype: subtype, effect: effect, signedAt: signedDate, transactionId: transaction?.transactionId,
             originalTransactionId: transaction?.originalTransactionId, productId: transaction?.productId,
-            amount: effect == .payment ? transaction?.paidAmount : nil, environment: environment.purchaseEnvironment,
+            amount: effect == .payment ? transaction?.paidPrice.amount : nil,
+            unconvertedPrice: effect == .payment ? transaction?.paidPrice.unconverted : nil, environment: environment.purchaseEnvironment,
             appAccountToken: transaction?.appAccountToken, purchasedAt: transaction?.purchaseDate,
             revocationReason: transaction?.revocationReason.map(String.init),
             evidence: ["signedPayload": .string(rawJWS)])
@@ -40,7 +41,8 @@ extension AppStoreTransaction {
         let fact = ProviderNotified(
             provider: .appStore, notificationId: "query:\(transactionId):\(effect.rawValue)", notificationType: "TRANSACTION_INFO",
             effect: effect, signedAt: signedDate, transactionId: transactionId, originalTransactionId: originalTransactionId,
-            productId: productId, amount: effect == .payment ? paidAmount : nil, environment: environment.purchaseEnvironment,
+            productId: productId, amount: effect == .payment ? paidPrice.amount : nil,
+            unconvertedPrice: effect == .payment ? paidPrice.unconverted : nil, environment: environment.purchaseEnvironment,
             appAccountToken: appAccountToken, purchasedAt: purchaseDate, revocationReason: revocationReason.map(String.init),
             evidence: ["signedTransactionInfo": .string(rawJWS), "source": "query"])
         return ProviderMessage(
@@ -48,20 +50,25 @@ extension AppStoreTransaction {
             match: ProviderMatch(orderId: nil, transactionIds: [transactionId, originalTransactionId], appAccountToken: appAccountToken))
     }
 
-    /// What the customer paid, in minor units of `currency`: `price` (milliunits, per item) × `quantity`. Nil when
-    /// Apple sent no price, or when the milliunits are not a whole number of the currency's minor units.
-    public var paidAmount: Money? {
-        guard let price, let currency else { return nil }
-        let (total, overflow) = price.multipliedReportingOverflow(by: Int64(quantity ?? 1))
-        guard !overflow, let minorUnits = Milliunits.minorUnits(milliunits: total, currency: currency) else { return nil }
-        return Money(value: minorUnits, currency: currency)
+    /// What the customer paid: `price` (milliunits, per item) × `quantity`, in minor units of `currency` when that is
+    /// exact; as Apple stated it when it is not (4991 USD milliunits, a negative price), so that it is compared with
+    /// the order's amount and refused, never taken for a transaction without a price.
+    public var paidPrice: ApplePaidPrice {
+        guard let price, let currency else { return .notStated }
+        let quantity = Int64(quantity ?? 1)
+        let (total, overflow) = price.multipliedReportingOverflow(by: quantity)
+        guard !overflow, let minorUnits = Milliunits.minorUnits(milliunits: total, currency: currency) else {
+            return .unconverted(UnconvertedPrice(milliunits: price, quantity: quantity, currency: currency))
+        }
+        return .amount(Money(value: minorUnits, currency: currency))
     }
 
     /// The verification a StoreKit 2 signed transaction posted with `receipt.received` amounts to.
     public var verification: ReceiptVerified {
         ReceiptVerified(
             transactionId: transactionId, productId: productId, quantity: quantity ?? 1,
-            environment: environment.purchaseEnvironment, purchasedAt: purchaseDate, price: paidAmount)
+            environment: environment.purchaseEnvironment, purchasedAt: purchaseDate, price: paidPrice.amount,
+            unconvertedPrice: paidPrice.unconverted, appAccountToken: appAccountToken)
     }
 }
 
@@ -125,16 +132,36 @@ extension WeChatPayNotification {
     }
 }
 
+/// Apple's price as the ledger compares it with an order's amount.
+public enum ApplePaidPrice: Sendable, Hashable {
+    /// The transaction carries no price (`price` or `currency` absent): the one case where there is nothing to compare.
+    case notStated
+    /// `price` × `quantity`, exactly, in minor units.
+    case amount(Money)
+    /// A price that is not a whole, non-negative number of minor units: compared, and no order's amount.
+    case unconverted(UnconvertedPrice)
+
+    /// The amount in minor units, when the price converts exactly.
+    public var amount: Money? { if case .amount(let money) = self { money } else { nil } }
+    /// The price as stated, when it does not convert exactly.
+    public var unconverted: UnconvertedPrice? { if case .unconverted(let price) = self { price } else { nil } }
+}
+
 /// Apple's milliunit prices (1/1000 of the major unit) in minor units, by the ISO 4217 exponents (`CurrencyExponent`).
 enum Milliunits {
-    /// Minor units of `currency`; nil when the milliunits do not divide evenly (or the currency has more than three
-    /// decimals, finer than a milliunit).
+    /// Minor units of `currency`; nil when there is no exact, non-negative number of them: a negative price, or
+    /// milliunits that do not divide evenly (4991 USD milliunits is 499.1 cents). A currency with more than three
+    /// decimals has minor units finer than a milliunit: 4990 CLF milliunits are 49900 of them.
     static func minorUnits(milliunits: Int64, currency: String) -> Int64? {
+        guard milliunits >= 0 else { return nil }
         let exponent = CurrencyExponent.of(currency)
-        guard exponent <= 3 else { return nil }
-        var divisor: Int64 = 1
-        for _ in exponent..<3 { divisor *= 10 }
-        guard milliunits >= 0, milliunits % divisor == 0 else { return nil }
-        return milliunits / divisor
+        var scale: Int64 = 1
+        for _ in 0..<abs(exponent - 3) { scale *= 10 }
+        if exponent > 3 {
+            let (minorUnits, overflow) = milliunits.multipliedReportingOverflow(by: scale)
+            return overflow ? nil : minorUnits
+        }
+        guard milliunits % scale == 0 else { return nil }
+        return milliunits / scale
     }
 }

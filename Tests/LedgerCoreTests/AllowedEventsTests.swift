@@ -137,7 +137,16 @@ struct RefusalTests {
         (.environmentMismatch(expected: .production, actual: .sandbox), "environment_mismatch",
          ["expected": "production", "actual": "sandbox"]),
         (.accountMismatch(expected: "a-1", actual: "a-2"), "account_mismatch", ["expected": "a-1", "actual": "a-2"]),
+        (.appAccountTokenMismatch(expected: AppAccountToken.forOrderId("order-1"), actual: AppAccountToken.forOrderId("order-2")),
+         "account_mismatch", ["expected": "ac611565-7e47-5acf-a5d1-e8541cf37759",
+                              "actual": .string(AppAccountToken.forOrderId("order-2").lowercasedText)]),
         (.alreadyGranted(transactionId: "t-1", orderId: "o-1"), "already_granted", ["transactionId": "t-1", "orderId": "o-1"]),
+        (.amountMismatch(expected: Money(value: 499, currency: "USD"), actual: Money(value: 500, currency: "USD")), "amount_mismatch",
+         ["expected": ["value": 499, "currency": "USD"], "actual": ["value": 500, "currency": "USD"]]),
+        (.priceNotInMinorUnits(
+            expected: Money(value: 499, currency: "USD"), actual: UnconvertedPrice(milliunits: 4991, quantity: 1, currency: "USD")),
+         "amount_mismatch",
+         ["expected": ["value": 499, "currency": "USD"], "actual": ["milliunits": 4991, "quantity": 1, "currency": "USD"]]),
     ]
 
     @Test(arguments: cases)

@@ -52,6 +52,20 @@ struct ProviderFollowUpTests {
         #expect(order.state == .paymentQueued)
     }
 
+    /// A price the provider stated that is not in whole minor units is not "no price": it is compared, and refused.
+    @Test func aPriceNotInMinorUnitsIsNotAppliedAndTheOutcomeSaysWhy() throws {
+        let order = try #require(OrderDecider.fold(Sample.recorded(Sample.history(to: .paymentQueued))))
+        guard case .providerNotified(var payment) = Sample.providerFact(.payment, amount: nil) else { return }
+        let stated = UnconvertedPrice(milliunits: 4991, quantity: 1, currency: "USD")
+        payment.unconvertedPrice = stated
+        let outcome = ProviderFollowUp.events(for: order, facts: [payment])
+        #expect(outcome.events.isEmpty)
+        #expect(outcome.refusal == .priceNotInMinorUnits(expected: Sample.amount, actual: stated))
+        // Only a payment that states no price at all is not compared.
+        payment.unconvertedPrice = nil
+        #expect(ProviderFollowUp.events(for: order, facts: [payment]).events.map(\.type) == [.receiptReceived, .receiptVerified])
+    }
+
     @Test func aRefundAfterTheGrantRefundsAndItsReversalRestores() {
         let later = Sample.start.addingTimeInterval(3600)
         let (order, followed) = Self.deliver(
@@ -99,6 +113,19 @@ struct ProviderFollowUpTests {
         let outcome = ProviderFollowUp.events(for: order, facts: [other])
         #expect(outcome.events.isEmpty)
         #expect(outcome.refusal?.code == "transaction_mismatch")
+    }
+
+    /// Apple's payment of the order's transaction, bought for another order's token: it does not verify this one.
+    @Test func aPaymentForAnotherOrdersAppAccountTokenDoesNotVerifyTheOrder() throws {
+        let order = try #require(OrderDecider.fold(Sample.recorded(Sample.history(to: .receiptReceived))))
+        guard case .providerNotified(var payment) = Sample.providerFact(.payment) else { return }
+        payment.appAccountToken = AppAccountToken.forOrderId("order-2")
+        let outcome = ProviderFollowUp.events(for: order, facts: [payment])
+        #expect(outcome.events.isEmpty)
+        #expect(outcome.refusal == .appAccountTokenMismatch(
+            expected: AppAccountToken.forOrderId(Sample.orderId), actual: AppAccountToken.forOrderId("order-2")))
+        payment.appAccountToken = AppAccountToken.forOrderId(Sample.orderId)
+        #expect(ProviderFollowUp.events(for: order, facts: [payment]).events.map(\.type) == [.receiptVerified])
     }
 
     @Test func theAppAccountTokenOfAnAppStoreOrderDefaultsToTheOneDerivedFromItsId() {

@@ -43,6 +43,21 @@ struct AlipayAndWeChatPayAPITests {
         }
     }
 
+    /// A cross-border payment of 12.34 USD for an order of 12.34 CNY: genuine, so recorded and answered as received;
+    /// not the order's amount, so not applied, and listed.
+    @Test func anAlipayPaymentInAnotherCurrencyIsRecordedNotAppliedAndListed() async throws {
+        try await API.run(providers: Self.verifiers) { api in
+            try await api.createOrder("order-1", provider: .alipay, amount: Self.yuan)
+            let parameters = ProviderTestKit.alipayParameters(totalAmount: "12.34") + [("trans_currency", "USD")]
+            let answer = try await alipay(api, try ProviderTestKit.alipayBody(parameters))
+            #expect(answer.bodyText == "success")
+            #expect(try await api.state("order-1") == "payment_queued")
+            let history = try await api.get("/v1/orders/order-1/history").json["events"]?.elements ?? []
+            #expect(history.first { $0["type"] == "provider.notified" }?["data"]?["amount"] == ["value": 1234, "currency": "USD"])
+            #expect(try await api.anomalies("amount_mismatch").map { $0["orderId"] } == ["order-1"])
+        }
+    }
+
     @Test func forgedAlipayNotificationsWriteNothing() async throws {
         try await API.run(providers: Self.verifiers) { api in
             try await api.createOrder("order-1", provider: .alipay, amount: Self.yuan)

@@ -69,6 +69,26 @@ struct AppStoreNotificationAPITests {
         }
     }
 
+    /// Apple's payment at 4991 milliunits (499.1 cents) for a 4.99 USD order: genuine, so recorded; not the order's
+    /// amount, so not applied, said in the answer and listed for finance.
+    @Test func aPaymentPricedInFractionsOfACentIsRecordedNotAppliedAndListed() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "order-1", price: 4991))
+            #expect(answer.status == .ok, "\(answer.bodyText)")
+            #expect(answer.json["outcome"] == "recorded")
+            #expect(answer.json["followed"] == [])
+            #expect(answer.json["refusal"]?["code"] == "amount_mismatch")
+            #expect(try await api.state("order-1") == "payment_queued")
+            let history = try await api.get("/v1/orders/order-1/history").json["events"]?.elements ?? []
+            let fact = history.first { $0["type"] == "provider.notified" }
+            #expect(fact?["data"]?["unconvertedPrice"] == ["milliunits": 4991, "quantity": 1, "currency": "USD"])
+            #expect(try await api.anomalies("amount_mismatch").map { $0["orderId"] } == ["order-1"])
+            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+        }
+    }
+
     @Test func aRetryOfTheSameNotificationRecordsNothingNew() async throws {
         let apple = try AppleMessages()
         try await API.run(providers: apple.verifiers) { api in
@@ -256,6 +276,61 @@ struct SignedTransactionAPITests {
             #expect(answer.status == .conflict)
             #expect(answer.errorCode == "product_mismatch")
             #expect(try await api.state("order-1") == "payment_queued")
+        }
+    }
+
+    /// A StoreKit 2 transaction bought for order-2 (its appAccountToken), posted as order-1's: Apple's signature
+    /// holds, and what it signed says the purchase is not this order's.
+    @Test func aSignedTransactionBoughtForAnotherOrderDoesNotVerifyThisOne() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            try await api.createOrder("order-2")
+            let answer = try await api.post("order-1", receipt(try apple.transaction(orderId: "order-2")))
+            #expect(answer.status == .conflict)
+            #expect(answer.errorCode == "account_mismatch")
+            #expect(answer.json["error"]?["details"]?["actual"] == .string(AppAccountToken.forOrderId("order-2").lowercasedText))
+            #expect(try await api.state("order-1") == "payment_queued")
+        }
+    }
+
+    /// Order-1 claims a transaction; Apple's notification about it carries order-2's appAccountToken. The message is
+    /// recorded on order-1 (it names order-1's transaction), and does not verify it.
+    @Test func aNotificationForAnotherOrdersTokenDoesNotVerifyTheOrderClaimingItsTransaction() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            try await api.createOrder("order-1")
+            try await api.createOrder("order-2")
+            let claim = try await api.post("order-1", [
+                "eventId": .string(UUID().uuidString), "type": "receipt.received", "data": ["transactionId": "tx-claimed"],
+            ])
+            #expect(claim.status == .created, "\(claim.bodyText)")
+            let answer = try await api.notify(appStore: try apple.notification("ONE_TIME_CHARGE", orderId: "order-2", transactionId: "tx-claimed"))
+            #expect(answer.status == .ok, "\(answer.bodyText)")
+            #expect(answer.json["orderId"] == "order-1")
+            #expect(answer.json["refusal"]?["code"] == "account_mismatch")
+            #expect(try await api.state("order-1") == "receipt_received")
+            #expect(try await api.state("order-2") == "payment_queued")
+        }
+    }
+
+    /// Issue 41, item 5: a 4.99 USD order and Apple's prices of 4991, -4990 and 1 milliunits, none exactly 499 cents.
+    @Test func aSignedTransactionPricedOtherThanTheOrderDoesNotVerifyIt() async throws {
+        let apple = try AppleMessages()
+        try await API.run(providers: apple.verifiers) { api in
+            for (index, price) in [4991, -4990, 1].enumerated() {
+                let orderId = "order-\(index)"
+                try await api.createOrder(orderId)
+                let signed = try apple.transaction(orderId: orderId, transactionId: "tx-\(index)", price: Int64(price))
+                let answer = try await api.post(orderId, receipt(signed))
+                #expect(answer.status == .conflict, "\(price): \(answer.bodyText)")
+                #expect(answer.errorCode == "amount_mismatch", "\(price)")
+                #expect(try await api.state(orderId) == "payment_queued", "\(price)")
+            }
+            try await api.createOrder("order-exact")
+            let exact = try await api.post("order-exact", receipt(try apple.transaction(orderId: "order-exact", transactionId: "tx-exact", price: 4990)))
+            #expect(exact.status == .created, "\(exact.bodyText)")
+            #expect(try await api.state("order-exact") == "verified")
         }
     }
 

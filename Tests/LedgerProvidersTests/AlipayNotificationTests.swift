@@ -120,6 +120,40 @@ struct AlipayNotificationTests {
         #expect(refusal(try Kit.alipayBody(parameters)) == .malformedAmount(field: "refund_fee", value: "5.001"))
     }
 
+    /// A cross-border trade names its currency in `trans_currency`; its amounts are in that currency, not in yuan.
+    @Test func theAmountsAreInTransCurrencyWhenAlipayNamesOne() throws {
+        func notification(_ currency: String, total: String, refund: String? = nil) throws -> AlipayNotification {
+            var parameters = Kit.alipayParameters(totalAmount: total) + [("trans_currency", currency)]
+            if let refund { parameters.append(("refund_fee", refund)) }
+            return try Kit.alipayVerifier().verify(body: try Kit.alipayBody(parameters))
+        }
+        let usd = try notification("USD", total: "4.99", refund: "1.00")
+        #expect(usd.totalAmount == Money(value: 499, currency: "USD"))
+        #expect(usd.refundFee == Money(value: 100, currency: "USD"))
+        #expect(try notification("JPY", total: "500").totalAmount == Money(value: 500, currency: "JPY"))
+        #expect(try notification("JPY", total: "500.00").totalAmount == Money(value: 500, currency: "JPY"))
+        #expect(try notification("KWD", total: "1.234").totalAmount == Money(value: 1234, currency: "KWD"))
+        #expect(try notification("CNY", total: "4.99").totalAmount == Money(value: 499, currency: "CNY"))
+
+        let parameters = Kit.alipayParameters(totalAmount: "500.50") + [("trans_currency", "JPY")]
+        #expect(refusal(try Kit.alipayBody(parameters)) == .malformedAmount(field: "total_amount", value: "500.50"))
+        for currency in ["usd", "US", "USDT", "U$D", "１２３"] {
+            let parameters = Kit.alipayParameters(totalAmount: "4.99") + [("trans_currency", currency)]
+            #expect(refusal(try Kit.alipayBody(parameters)) == .malformedCurrency(field: "trans_currency", value: currency))
+        }
+    }
+
+    /// 4.99 USD is not the 4.99 CNY the order asks: the ledger's comparison refuses it; 4.99 CNY pays it.
+    @Test func aPaymentInAnotherCurrencyDoesNotPayTheOrder() throws {
+        let order = WaitingOrder.of(Money(value: 499, currency: "CNY"), provider: .alipay)
+        func followed(_ parameters: [(String, String)]) throws -> [EventType]? {
+            let message = try Kit.alipayVerifier().verify(body: try Kit.alipayBody(parameters)).message(receivedAt: Kit.now)
+            return WaitingOrder.followUp(message, on: order)?.events.map(\.type)
+        }
+        #expect(try followed(Kit.alipayParameters(totalAmount: "4.99") + [("trans_currency", "USD")]) == [])
+        #expect(try followed(Kit.alipayParameters(totalAmount: "4.99")) == [.receiptReceived, .receiptVerified])
+    }
+
     @Test func anUnknownTradeStatusIsRefused() throws {
         let parameters = Kit.alipayParameters().map { $0.0 == "trade_status" ? ($0.0, "TRADE_PENDING") : $0 }
         #expect(refusal(try Kit.alipayBody(parameters)) == .unknownTradeStatus("TRADE_PENDING"))

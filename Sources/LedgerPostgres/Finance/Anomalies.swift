@@ -20,8 +20,9 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     case paidNotGranted = "paid_not_granted"
     /// A provider refunded an order that had been granted: the goods were credited and the money went back.
     case refundedAtProvider = "refunded_at_provider"
-    /// A provider's payment names another amount (or currency) than the order's, or its refund more than the order's
-    /// amount (or another currency); neither was applied.
+    /// A provider's payment names another amount (or currency) than the order's, or a price not in whole minor units
+    /// (the event's `unconvertedPrice`), or its refund more than the order's amount (or another currency); none was
+    /// applied.
     case amountMismatch = "amount_mismatch"
     /// A provider's verified message that matches no order: paid at the provider, no order here.
     case unknownProviderTransaction = "unknown_provider_transaction"
@@ -97,12 +98,17 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
             case .refundedAtProvider:
                 (["refund"], "o.granted_at IS NOT NULL", "'refunded at ' || m.provider || ' after the grant of ' || \(Self.rfc3339("o.granted_at"))")
             case .amountMismatch:
+                // A price not in whole minor units has no amount in the row: its event says so.
                 (["payment", "refund"], """
-                 m.amount_value IS NOT NULL AND CASE m.effect
+                 ((m.amount_value IS NOT NULL AND CASE m.effect
                      WHEN 'payment' THEN (m.amount_value, m.currency) IS DISTINCT FROM (o.amount_value, o.currency)
-                     ELSE m.currency IS DISTINCT FROM o.currency OR m.amount_value > o.amount_value END
+                     ELSE m.currency IS DISTINCT FROM o.currency OR m.amount_value > o.amount_value END)
+                  OR (m.effect = 'payment' AND m.amount_value IS NULL AND EXISTS (
+                     SELECT 1 FROM events e
+                     WHERE e.order_id = m.order_id AND e.type = 'provider.notified' AND e.data->>'provider' = m.provider
+                       AND e.data->>'notificationId' = m.notification_id AND e.data->'unconvertedPrice' IS NOT NULL)))
                  """,
-                 "m.provider || ' says ' || m.effect || ' ' || m.amount_value || ' ' || m.currency || ', the order ' || o.amount_value || ' ' || o.currency")
+                 "m.provider || ' says ' || m.effect || ' ' || coalesce(m.amount_value || ' ' || m.currency, 'a price not in whole minor units') || ', the order ' || o.amount_value || ' ' || o.currency")
             default:
                 (["consumption_request"], "true", "'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'")
             }
