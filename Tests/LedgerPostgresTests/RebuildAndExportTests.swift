@@ -82,7 +82,7 @@ struct RebuildAndExportTests {
                     #expect(read?.state == .refunded, "read from the live tables, not the half-caught-up ones")
                     // On a client of its own: the deadline closes its connection mid-query, after which PostgresNIO
                     // 1.33's pool was seen to stall (DeadlineTests, docs/operating.md).
-                    try await database.withClient { other in
+                    _ = try await database.withClient { other in
                         await #expect(throws: DatabaseTimeout.self, "an append waits for the swap") {
                             try await Deadline.$request.withValue(.seconds(1)) {
                                 try await Ledger(client: other).record(orderId: "order-1", events: [abandonedRefund], metadata: metadata)

@@ -42,7 +42,7 @@ enum ChildProcess {
         // Nothing else of ours: a descriptor without close-on-exec (NIO's sockets among them) would be the server's
         // too. A test process with hundreds of sessions open left a standby it restarted 35 descriptors short of
         // the 58 PostgreSQL needs to start ("insufficient file descriptors available to start server process").
-        closeFrom?(&actions, 3)
+        _ = closeFrom?(&actions, 3)
 
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }

@@ -20,7 +20,7 @@ public struct Operations: Sendable {
     /// wait forever).
     public func isReachable(within limit: Duration, logger: Logger) async -> Bool {
         do {
-            try await client.withConnection(within: limit) { connection in
+            try await client.withConnection(within: limit, .reads) { connection in
                 for try await _ in try await connection.query("SELECT 1", logger: logger) {}
             }
             return true

@@ -47,15 +47,16 @@ public struct RecoverySchedule: Sendable {
             """)
     }
 
-    /// Takes up to `limit` due orders for this node to ask about, oldest due first, each held for `plan.lease`.
-    /// Orders another node holds are skipped, never waited for.
-    public func claimDue(now: Date, plan: RecoveryPlan, limit: Int) async throws -> [RecoveryClaim] {
+    /// Takes up to `limit` due orders (of `provider` only, when given) for this node to ask about, oldest due first,
+    /// each held for `plan.lease`. Orders another node holds are skipped, never waited for.
+    public func claimDue(now: Date, plan: RecoveryPlan, limit: Int, of provider: Provider? = nil) async throws -> [RecoveryClaim] {
         let lease = UUID()
         let until = now.addingTimeInterval(plan.lease.seconds)
         return try await claims(lease: lease, """
             UPDATE recovery_schedule s SET lease = \(lease), leased_until = \(until)
             FROM (SELECT order_id FROM recovery_schedule
                   WHERE status = 'pending' AND next_attempt_at <= \(now) AND (leased_until IS NULL OR leased_until <= \(now))
+                    AND (\(provider?.rawValue)::text IS NULL OR provider = \(provider?.rawValue))
                   ORDER BY next_attempt_at LIMIT \(limit)
                   FOR UPDATE SKIP LOCKED) due
             WHERE s.order_id = due.order_id
