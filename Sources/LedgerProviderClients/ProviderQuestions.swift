@@ -138,6 +138,11 @@ public struct ProviderQuestions: Sendable {
         guard let api = clients.wechatPay, let verifier = verifiers.wechatPay else {
             return .configuration("WeChat Pay is not configured for asking: --providers-config needs wechatPay (platform keys) and wechatPay.query")
         }
+        // A ledger id may hold `.` and `:`, which WeChat Pay's `out_trade_no` may not: no such order was ever placed
+        // with it under this id, so there is nothing to ask — not a configuration to fix.
+        guard WeChatPayAPI.pathComponent(order.orderId) != nil else {
+            return .notAskable("order id \(order.orderId) cannot be a WeChat Pay out_trade_no (letters, digits, _ - | * only, at most 64): WeChat Pay cannot be asked about it")
+        }
         let answer: (status: Int, headers: WeChatPayHeaders?, body: [UInt8])
         do throws(ProviderClientError) {
             answer = try await api.queryOrder(order.orderId)

@@ -82,6 +82,18 @@ struct RecoveryScheduleTests {
         }
     }
 
+    /// A ledger order id with `.` or `:` cannot be a WeChat Pay `out_trade_no`: there is nothing to ask, which is not a
+    /// configuration error (it was said as one, at error level, once per process).
+    @Test func anOrderIdWeChatPayCannotHoldIsNotAskableNotAConfigurationError() async throws {
+        try await RecoveryHarness.run { harness in
+            try await harness.queuedOrder("wx.3:a")
+            let report = try await harness.node().askNow(orderId: "wx.3:a", askedBy: "test")
+            guard case .asked(let attempt, _) = report else { Issue.record("\(report)"); return }
+            #expect(attempt.outcome == .notAskable, "\(attempt.said)")
+            #expect(harness.wechat.requests.isEmpty)
+        }
+    }
+
     /// No answer (WeChat Pay's 500 SYSTEM_ERROR) is asked again on the documented schedule — 15 s, 15 s, 30 s, 3 m …
     /// 6 h — and after the last attempt the order is unrecoverable, listed for finance with the last outcome.
     @Test func aProviderThatNeverAnswersIsAskedOnTheScheduleThenTheOrderIsListedUnrecoverable() async throws {
