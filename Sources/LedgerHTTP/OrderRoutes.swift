@@ -100,7 +100,7 @@ struct OrderRoutes {
     static func tracingId(_ request: Request, _ name: HTTPField.Name) throws -> String? {
         guard let value = request.headers[name] else { return nil }
         guard (1...128).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw APIError.invalidRequest(field: name.canonicalName, "\(name.canonicalName) must be 1–128 visible ASCII characters")
+            throw APIError.invalidRequest(field: name.rawName, "\(name.rawName) must be 1–128 visible ASCII characters")
         }
         return value
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LedgerCore
 import LedgerHTTP
@@ -21,6 +22,7 @@ struct BadInputCatalogTests {
         /// The `details.field` the refusal must name, when the case is about one field (so that an earlier refusal
         /// of something else cannot pass for it).
         var field: String?
+        var headers: HTTPFields = [:]
         var description: String { name }
     }
 
@@ -116,6 +118,11 @@ struct BadInputCatalogTests {
         BadRequest(name: "10 MB body", body: "{\"pad\":\"\(String(repeating: "x", count: 10 * 1024 * 1024))\"}",
                    status: .contentTooLarge, code: "payload_too_large"),
         BadRequest(name: "text/plain", body: event(data: goodData), contentType: "text/plain", status: .unsupportedMediaType, code: "unsupported_media_type"),
+        // Kept on every event's metadata: a 60 KB one was stored verbatim.
+        BadRequest(name: "a 60 KB correlation id", body: event(data: goodData), field: "X-Correlation-Id",
+                   headers: [HTTPField.Name("X-Correlation-Id")!: String(repeating: "c", count: 60_000)]),
+        BadRequest(name: "a causation id with a space", body: event(data: goodData), field: "X-Causation-Id",
+                   headers: [HTTPField.Name("X-Causation-Id")!: "a b"]),
         BadRequest(name: "JSON declared latin1", body: event(data: goodData), contentType: "application/json; charset=latin1",
                    status: .unsupportedMediaType, code: "unsupported_media_type"),
         BadRequest(name: "no content type", body: event(data: goodData), contentType: nil, status: .unsupportedMediaType, code: "unsupported_media_type"),
@@ -131,7 +138,8 @@ struct BadInputCatalogTests {
         try await API.run { api in
             for bad in Self.catalog {
                 let answer = try await api.request(
-                    .post, "/v1/orders/\(bad.orderId)/events", token: bad.token, body: bad.body, contentType: bad.contentType)
+                    .post, "/v1/orders/\(bad.orderId)/events", token: bad.token, body: bad.body, contentType: bad.contentType,
+                    headers: bad.headers)
                 #expect(answer.status == bad.status, "\(bad): \(answer.status) \(answer.bodyText.prefix(300))")
                 #expect(answer.errorCode == bad.code, "\(bad): \(answer.bodyText.prefix(300))")
                 if let field = bad.field {

@@ -94,7 +94,7 @@ struct OrderFolds: Sendable {
                     SELECT \(unescaped: OrderFolds.columns) FROM events
                     WHERE (order_id, version) > (\(cursor.orderId), \(cursor.version))
                     ORDER BY order_id, version LIMIT \(pageSize)
-                    """, logger: folds.logger)
+                    """, .reads, logger: folds.logger)
             var orders: [Order] = []
             var count = 0
             for try await row in rows {
