@@ -8,7 +8,8 @@ import NIOHTTP1
 /// signed JWS, returned as it came: the caller verifies it with `AppStoreJWSVerifier` before believing a word.
 ///
 /// - A transaction Production does not know (error 4040010) is asked of Sandbox: a TestFlight or review purchase.
-/// - 429: waits as `Retry-After` says (at most `maximumWait`), then asks again, up to `maximumAttempts` in all.
+/// - 429: waits until the time `Retry-After` names (UNIX milliseconds) when that is within `maximumWait`, then asks
+///   again, up to `maximumAttempts` in all; a later time ends the attempt (`rateLimited(until:)`).
 /// - 401: the key, its id, the issuer id or the bundle id is wrong — a configuration error, never retried.
 /// - 5xx or no answer: `unavailable`; asked again on the next attempt of the schedule.
 public struct AppStoreServerAPI: Sendable {
@@ -105,8 +106,8 @@ public struct AppStoreServerAPI: Sendable {
                 throw .configuration("Apple refused the token (401): check appStore.serverAPI keyId, issuerId, privateKeyPath and bundleId")
             case 429:
                 // Apple's `Retry-After` is the UNIX time in milliseconds when it may be asked again (not seconds), and
-                // its limits are hourly: a short wait is waited here, a longer one ends the attempt, and the schedule
-                // asks again no earlier than Apple said (`rateLimited`).
+                // its limits are hourly: a short wait is waited here; a longer one ends the attempt, saying until when
+                // (`rateLimited`; the schedule asks again at its next delay).
                 let retryAt = Self.retryAt(answer.headers.first(name: "Retry-After"), now: now()) ?? now().addingTimeInterval(1)
                 let wait = Duration.seconds(max(0, retryAt.timeIntervalSince(now())))
                 guard attempt < Self.maximumAttempts, wait <= Self.maximumWait else { throw .rateLimited(until: retryAt) }

@@ -36,12 +36,11 @@ enum ProviderHTTP {
 
     /// Sends `request` with the headers above and reads the whole answer within `limit`.
     static func fetch(
-        _ request: HTTPClientRequest, on http: HTTPClient, within limit: Duration, maximumAnswer: Int,
-        accept: String = "application/json"
+        _ request: HTTPClientRequest, on http: HTTPClient, within limit: Duration, maximumAnswer: Int
     ) async throws -> Answer {
         var request = request
         request.headers.replaceOrAdd(name: "User-Agent", value: userAgent)
-        if !request.headers.contains(name: "Accept") { request.headers.add(name: "Accept", value: accept) }
+        if !request.headers.contains(name: "Accept") { request.headers.add(name: "Accept", value: "application/json") }
         let sending = request
         return try await withThrowingTaskGroup(of: Answer?.self) { group in
             group.addTask {
