@@ -66,8 +66,8 @@ struct ReplicaAPITests {
             try await standby.query(PostgresQuery(unsafeSQL: "SELECT pg_wal_replay_\(action)()"), logger: Logger(label: "test"))
         }
 
-        func eventually(_ what: Comment, _ condition: () async throws -> Bool) async throws {
-            #expect(try await StreamingStandby.eventually(condition), what)
+        func eventually(_ what: Comment, within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+            #expect(try await StreamingStandby.eventually(within: limit, condition), what)
         }
     }
 
@@ -163,7 +163,11 @@ struct ReplicaAPITests {
             #expect(duringOutage.types == ["order.created"])
             try await api.eventually("readyz reports the replica down") { try await api.replicaState() == "down" }
             try api.standbyCluster.start()
-            try await api.eventually("the replica is in use after its restart") { try await api.replicaState() == "in_use" }
+            // A standby restarted under the whole suite's load on two cores took more than 30 s to be reconnected and
+            // caught up (issue 48; twice in this stop's full runs, never alone): the condition is waited for longer.
+            try await api.eventually("the replica is in use after its restart", within: .seconds(120)) {
+                try await api.replicaState() == "in_use"
+            }
             try await api.eventually("the replica serves after its restart") {
                 try await api.historyTypes("order-2").from == "replica-1"
             }

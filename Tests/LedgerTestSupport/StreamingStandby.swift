@@ -28,9 +28,9 @@ public enum StreamingStandby {
         }
     }
 
-    /// Polls `condition` for up to 30 s (a replica catching up, a monitor noticing); false if it never held.
-    public static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
+    /// Polls `condition` for up to `limit` (a replica catching up, a monitor noticing); false if it never held.
+    public static func eventually(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + limit
         while try await !condition() {
             guard ContinuousClock.now < deadline else { return false }
             try await Task.sleep(for: .milliseconds(5))
