@@ -49,12 +49,15 @@ public enum LedgerApplication {
         return router
     }
 
-    /// HTTP/1.1, where a request the parser cannot read still gets the API's JSON error, a connection that sends
+    /// HTTP/1.1, where a connection ends after a response when the request or the response says so, a request the
+    /// parser cannot read still gets the API's JSON error, a connection that sends
     /// no complete request part for `idleTimeout` is closed (an idle keep-alive, or one that trickles a header a byte at
     /// a time: each held a file descriptor for good), and a body must arrive within `bodyTimeout`.
     public static func server(idleTimeout: Duration? = defaultIdleTimeout, bodyTimeout: Duration = defaultBodyTimeout) -> HTTPServerBuilder {
         .http1(configuration: .init(
-            additionalChannelHandlers: [UnreadableRequestResponder(), RequestBodyDeadline(timeout: bodyTimeout)],
+            additionalChannelHandlers: [
+                ConnectionPersistence.Installer(), UnreadableRequestResponder(), RequestBodyDeadline(timeout: bodyTimeout),
+            ],
             idleTimeout: idleTimeout.map(TimeAmount.init)))
     }
 

@@ -86,7 +86,7 @@ struct ServeCommand: AsyncParsableCommand {
         var loops: [BackgroundLoop] = []
         if let replicas {
             // The monitor only reads positions: stopping it mid-round loses nothing.
-            loops.append(BackgroundLoop(name: "replica monitor") { try? await cancelWhenGracefulShutdown { await replicas.run() } })
+            loops.append(BackgroundLoop(name: "replica monitor") { await cancelWhenGracefulShutdown { await replicas.run() } })
         }
         if sealInterval > 0 {
             let interval = Duration.seconds(sealInterval)

@@ -35,7 +35,7 @@ struct AppStorePriceTests {
             Self.usd499, provider: .appStore, productId: Self.productId,
             then: [.receiptReceived(ReceiptReceived(transactionId: signed.transactionId))])
         let posted = OrderDecider.decide(
-            try #require(received), .receiptVerified(signed.verification), orderId: "order-1", binding: nil)
+            received, .receiptVerified(signed.verification), orderId: "order-1", binding: nil)
         return (followUp.events.map(\.type), followUp.refusal?.code, posted?.code)
     }
 

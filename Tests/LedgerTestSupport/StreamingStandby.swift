@@ -19,7 +19,7 @@ public enum StreamingStandby {
         }
         try primaryCluster.start()
         let primary = Database(configuration: primaryCluster.configuration(database: "postgres"))
-        try await primary.withClient { try await Migrator(client: $0).migrate() }
+        _ = try await primary.withClient { try await Migrator(client: $0).migrate() }
         _ = try primaryCluster.startStandby(in: standbyCluster.dataDirectory)
         return try await primary.withClient { onPrimary in
             try await Database(configuration: standbyCluster.configuration(database: "postgres")).withClient { onStandby in

@@ -1,0 +1,68 @@
+import Foundation
+@testable import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// A connection ends as soon as its answer is written when the request or the answer says it ends there, and a slow
+/// or broken body gets the answer documented for it. Before: a 413 marked `Connection: close` and every HTTP/1.0
+/// request kept their socket until the idle timeout; a body slower than the database deadline (but within its own
+/// time) was answered 503 "the database cannot be reached"; a malformed chunk was a 500.
+@Suite("CLI: serve ends connections when told, and answers slow and broken bodies as documented")
+struct ConnectionEndTests {
+    /// The idle and body timeouts are far longer than any wait here: a connection closed within 10 s was closed by its answer.
+    static let arguments = ["--idle-timeout", "120", "--body-timeout", "60", "--database-deadline", "1"]
+
+    @Test func anHTTP10RequestAndAnAnswerSayingCloseEndTheirConnectionOnceWritten() async throws {
+        try await ConnectionTimeoutTests.withServer(Self.arguments) { server, token in
+            let old = try RawConnection(port: server.port)
+            #expect(old.send(Array("GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n".utf8)))
+            let oldAnswer = await blocking { old.readAnswer(atMost: 10) }
+            #expect(oldAnswer.contains(" 200 "), "\(oldAnswer)")
+            #expect(oldAnswer.lowercased().contains("connection: close"), "the answer says the connection ends: \(oldAnswer)")
+            #expect(await blocking { old.waitForClose(atMost: 10) }, "an HTTP/1.0 request's connection ends with its answer")
+
+            // HTTP/1.0 asking to keep the connection keeps it.
+            let kept = try RawConnection(port: server.port)
+            #expect(kept.send(Array("GET /healthz HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n".utf8)))
+            #expect(await blocking { kept.readAnswer(atMost: 10) }.contains(" 200 "))
+            #expect(kept.send(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)), "still open after its answer")
+            #expect(await blocking { kept.readAnswer(atMost: 10) }.contains(" 200 "))
+
+            // 100 MB declared and refused unread, the request itself saying nothing of closing.
+            let oversized = try RawConnection(port: server.port)
+            #expect(oversized.send(Array("POST /v1/orders/o-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n".utf8)))
+            let refused = await blocking { oversized.readAnswer(atMost: 10) }
+            #expect(refused.hasPrefix("HTTP/1.1 413"), "\(refused)")
+            #expect(await blocking { oversized.waitForClose(atMost: 10) }, "a 413 saying Connection: close closes")
+
+            // Keep-alive is untouched: an HTTP/1.1 connection serves one request after another.
+            let alive = try RawConnection(port: server.port)
+            for _ in 0..<3 {
+                #expect(alive.send(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)))
+                #expect(await blocking { alive.readAnswer(atMost: 10) }.contains(" 200 "))
+            }
+        }
+    }
+
+    /// A body that takes longer than the database deadline (1 s) but arrives within its own time (60 s) is stored;
+    /// the database's time starts when the body has arrived. A malformed chunk is the client's error, naming `body`.
+    @Test func aSlowBodyWithinItsTimeIsStoredAndAMalformedChunkIsA400() async throws {
+        try await ConnectionTimeoutTests.withServer(Self.arguments) { server, token in
+            let body = Array(#"{"eventId":"0b5b36a4-55b0-4f4e-9d43-2b1e5c1a0001","type":"order.created","data":{"accountId":"a-1","productId":"gems","amount":{"value":499,"currency":"USD"},"provider":"app_store"}}"#.utf8)
+            let slow = try RawConnection(port: server.port)
+            #expect(slow.send(Array("POST /v1/orders/slow-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body.prefix(10)))
+            let stored = await blocking {
+                // The client is slow: this pause is what is tested, not a wait for the server.
+                usleep(2_000_000)
+                return slow.send(Array(body.dropFirst(10))) ? slow.readAnswer(atMost: 20) : "closed"
+            }
+            #expect(stored.hasPrefix("HTTP/1.1 201"), "\(stored)")
+
+            let chunked = try RawConnection(port: server.port)
+            #expect(chunked.send(Array("POST /v1/orders/chunk-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".utf8)))
+            let broken = await blocking { chunked.readAnswer(atMost: 20) }
+            #expect(broken.hasPrefix("HTTP/1.1 400"), "\(broken)")
+            #expect(broken.contains(#""field":"body""#), "\(broken)")
+        }
+    }
+}
