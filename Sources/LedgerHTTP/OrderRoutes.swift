@@ -85,10 +85,12 @@ struct OrderRoutes {
                 if EntityTags.matches(held, RenderedHistories.etag(current)) { return Response(status: .notModified, headers: etag) }
                 if let rendered, rendered.version == current { return JSONResponse.make(status: .ok, bytes: rendered.body, headers: etag) }
             }
-            guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
-                throw APIError.notFound("order \(orderId) is not in the ledger")
+            let (page, body) = try await BigPageReads.shared.read(limit: Int(limit)) {
+                guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
+                    throw APIError.notFound("order \(orderId) is not in the ledger")
+                }
+                return (page, ByteBuffer(bytes: page.json.canonicalBytes))
             }
-            let body = ByteBuffer(bytes: page.json.canonicalBytes)
             guard let version = page.streamVersion else { return JSONResponse.make(status: .ok, bytes: body) }
             histories.keep(key, RenderedHistories.Page(version: version, body: body))
             return JSONResponse.make(status: .ok, bytes: body, headers: [.eTag: RenderedHistories.etag(version)])

@@ -45,12 +45,14 @@ struct ReadRoutes {
         let limit = Int(try query.integer("limit", in: 1...Int64(Self.maximumFeedPage)) ?? 100)
         // On a replica, only one that holds the cursor's event: the page resumes after it.
         return try await reads.serve(request, seeing: after) { ledger in
-            let events = try await ledger.feed(after: after, limit: limit)
-            let next = events.last?.position ?? after
-            return JSONResponse.make(status: .ok, body: .object([
-                "events": .array(events.map(\.feedJSON)),
-                "next": next.map(JSONValue.int) ?? .null,
-            ]))
+            try await BigPageReads.shared.read(limit: limit) {
+                let events = try await ledger.feed(after: after, limit: limit)
+                let next = events.last?.position ?? after
+                return JSONResponse.make(status: .ok, body: .object([
+                    "events": .array(events.map(\.feedJSON)),
+                    "next": next.map(JSONValue.int) ?? .null,
+                ]))
+            }
         }
     }
 }

@@ -62,6 +62,12 @@ public struct ProviderQuestions: Sendable {
     /// Alipay's sub-codes that mean our request itself is wrong (its signature, the app id, the key's rights).
     static let alipayConfigurationCodes = ["invalid-signature", "missing-signature", "invalid-app-id", "insufficient-isv-permissions"]
 
+    /// WeChat Pay's error codes that mean our request itself is wrong: a signature it could not check, a request
+    /// breaking APIv3's rules (a missing `User-Agent` or `Accept`), a bad parameter, a merchant without the right.
+    static let weChatPayConfigurationCodes: Set<String> = [
+        "SIGN_ERROR", "INVALID_REQUEST", "PARAM_ERROR", "NO_AUTH", "MCH_NOT_EXISTS", "APPID_MCHID_NOT_MATCH",
+    ]
+
     /// Apple, by the order's transaction id (Get Transaction Info; Production, then Sandbox).
     func askAppStore(about order: Order, now: Date) async -> ProviderAnswer {
         guard let api = clients.appStore, let verifier = verifiers.appStore else {
@@ -114,12 +120,16 @@ public struct ProviderQuestions: Sendable {
         do throws(AlipayVerificationError) {
             answer = try verifier.verifyQueryAnswer(body, orderId: order.orderId)
         } catch {
-            if case .queryFailed(_, let subCode, _) = error {
-                // Alipay could not check our signature or does not know the app: fix the configuration.
+            switch error {
+            case .queryFailed(_, let subCode, _), .unsignedRefusal(_, let subCode, _):
+                // Alipay could not check our signature or does not know the app: fix the configuration. Any other
+                // refusal, signed or not, is Alipay's to lift: asked again later. Neither is a forgery.
                 if Self.alipayConfigurationCodes.contains(where: subCode.contains) {
                     return .configuration("Alipay refused the query: \(error)")
                 }
                 return .notYet("Alipay refused the query: \(error)", words: body)
+            default:
+                break
             }
             logger.warning("security: Alipay's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "reason": "\(error)",
@@ -157,10 +167,17 @@ public struct ProviderQuestions: Sendable {
             verified = try verifier.verifyQueryAnswer(
                 status: answer.status, headers: answer.headers, body: answer.body, orderId: order.orderId, now: now)
         } catch {
-            if case .queryFailed(let status, let code, _) = error {
-                // WeChat Pay could not check our signature: the merchant key or its serial is wrong.
-                if status == 401 || code == "SIGN_ERROR" { return .configuration("WeChat Pay refused the request: \(error)") }
+            switch error {
+            case .queryFailed(let status, let code, _), .unsignedRefusal(let status, let code, _):
+                // Our request is wrong (its signature, a required header, the merchant's rights): fix the
+                // configuration. Too many questions: asked again later. Neither is a forgery.
+                if status == 401 || Self.weChatPayConfigurationCodes.contains(code) {
+                    return .configuration("WeChat Pay refused the request: \(error)")
+                }
+                if status == 429 { return .unreachable("WeChat Pay refused the request: \(error)") }
                 return .notYet("WeChat Pay refused the query: \(error)", words: answer.body)
+            default:
+                break
             }
             logger.warning("security: WeChat Pay's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "reason": "\(error)",

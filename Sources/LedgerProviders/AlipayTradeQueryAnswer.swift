@@ -85,8 +85,12 @@ extension AlipayNotificationVerifier {
         }
         guard let signed = members.first(where: { $0.name == Self.queryResponseKey }) ?? members.first(where: { $0.name == Self.errorResponseKey })
         else { throw .missingParameter(Self.queryResponseKey) }
-        guard case .string(let sign)? = members.first(where: { $0.name == "sign" })?.value else { throw .missingSignature }
         guard case .object(let response) = signed.value else { throw .malformedBody }
+        guard case .string(let sign)? = members.first(where: { $0.name == "sign" })?.value else {
+            let words = { (name: String) -> String in if case .string(let text)? = response[name] { text } else { "" } }
+            guard let code = response["code"], code != .string("10000") else { throw .missingSignature }
+            throw .unsignedRefusal(code: words("code"), subCode: words("sub_code"), message: words("sub_msg").isEmpty ? words("msg") : words("sub_msg"))
+        }
         guard let signature = Base64Decoding.standard(sign) else { throw .malformedSignature }
         guard publicKey.isValidSignature(
             _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: body[signed.bytes]),

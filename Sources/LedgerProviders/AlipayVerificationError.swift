@@ -25,6 +25,10 @@ public enum AlipayVerificationError: Error, Sendable, Hashable, CustomStringConv
     case sellerIdMismatch(found: String)
     /// A trade query was answered with an error other than "no such trade" (`code`, `sub_code`, `sub_msg`).
     case queryFailed(code: String, subCode: String, message: String)
+    /// A refusal (`code` other than 10000) without `sign`: Alipay signs an `error_response` only sometimes (not
+    /// when it could not check our request's signature or app id). Nothing of it is believed; it is not a forgery
+    /// either, but a configuration to fix or the provider's refusal (its words, unchecked).
+    case unsignedRefusal(code: String, subCode: String, message: String)
     /// A trade query was answered about another order.
     case orderMismatch(found: String)
     /// `trade_status` is not one of TRADE_SUCCESS, TRADE_FINISHED, TRADE_CLOSED, WAIT_BUYER_PAY.
@@ -50,6 +54,7 @@ public enum AlipayVerificationError: Error, Sendable, Hashable, CustomStringConv
         case .appIdMismatch(let found): "app_id_mismatch (\(found))"
         case .sellerIdMismatch(let found): "seller_id_mismatch (\(found))"
         case .queryFailed(let code, let subCode, let message): "query_failed (\(code) \(subCode): \(message))"
+        case .unsignedRefusal(let code, let subCode, let message): "unsigned_refusal (\(code) \(subCode): \(message))"
         case .orderMismatch(let found): "order_mismatch (\(found))"
         case .unknownTradeStatus(let status): "unknown_trade_status (\(status))"
         case .malformedAmount(let field, let value): "malformed_amount (\(field)=\(value))"

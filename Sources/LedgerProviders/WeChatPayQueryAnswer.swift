@@ -20,16 +20,19 @@ public struct WeChatPayQueriedTrade: Sendable, Hashable {
     public var headers: WeChatPayHeaders
     public var rawBody: [UInt8]
 
-    /// The fact this answer records, as a notification's would: `SUCCESS` a payment, `REFUND` a refund of the order,
-    /// `CLOSED` / `REVOKED` a closed unpaid trade. Nil when there is nothing to record yet: no transaction
-    /// (`NOTPAY`, `USERPAYING`), or a failed payment (`PAYERROR`). Its id names the transaction and the state, so
-    /// asking again records nothing new until the state changes.
+    /// The fact this answer records, as a notification's would: `SUCCESS` a payment, `CLOSED` / `REVOKED` a closed
+    /// unpaid trade. `REFUND` ("转入退款") says the trade was paid and a refund of it began — of part of it or all, the
+    /// query does not say, nor whether it succeeded — so it records the payment, never a refund: the refund is
+    /// recorded from WeChat Pay's refund notification (`REFUND.SUCCESS`), which carries its amount. (It was taken as a
+    /// full refund with no payment fact: a partial refund of a paid, lost order ended it refunded and uncredited.)
+    /// Nil when there is nothing to record yet: no transaction (`NOTPAY`, `USERPAYING`), or a failed payment
+    /// (`PAYERROR`). Its id names the transaction and the state, so asking again records nothing new until the state
+    /// changes.
     public func message(receivedAt: Date) -> ProviderMessage? {
         guard let transactionId else { return nil }
         let effect: ProviderEffect
         switch tradeState {
-        case .success: effect = .payment
-        case .refund: effect = .refund
+        case .success, .refund: effect = .payment
         case .closed, .revoked: effect = .closed
         case .notPay, .userPaying, .payError: return nil
         }
@@ -52,13 +55,15 @@ extension WeChatPayNotificationVerifier {
     public func verifyQueryAnswer(
         status: Int, headers: WeChatPayHeaders?, body: [UInt8], orderId: String, now: Date
     ) throws(WeChatPayVerificationError) -> WeChatPayQueryAnswer {
-        guard let headers else { throw .unsignedAnswer }
+        guard let headers else {
+            guard (400..<500).contains(status) else { throw .unsignedAnswer }
+            let (code, message) = Self.errorWords(body)
+            throw .unsignedRefusal(status: status, code: code, message: message)
+        }
         try checkSignature(headers: headers, body: body, now: now)
         guard status == 200 else {
-            let error = try? JSONValue(parsing: body)
-            let code: String = if case .string(let text)? = error?["code"] { text } else { "" }
+            let (code, message) = Self.errorWords(body)
             if status == 404, code == "ORDER_NOT_EXIST" { return .orderNotFound }
-            let message: String = if case .string(let text)? = error?["message"] { text } else { "" }
             throw .queryFailed(status: status, code: code, message: message)
         }
         let wire = try Self.decode(WeChatPayWire.QueriedPayment.self, from: body)
@@ -69,6 +74,16 @@ extension WeChatPayNotificationVerifier {
             orderId: wire.out_trade_no, transactionId: wire.transaction_id, tradeState: state,
             amount: Money(value: wire.amount.total, currency: wire.amount.currency ?? "CNY"),
             successTime: try Self.time(wire.success_time, field: "success_time"), headers: headers, rawBody: body))
+    }
+}
+
+extension WeChatPayNotificationVerifier {
+    /// An error answer's `code` and `message` (empty when the body has none).
+    static func errorWords(_ body: [UInt8]) -> (code: String, message: String) {
+        let error = try? JSONValue(parsing: body)
+        let code: String = if case .string(let text)? = error?["code"] { text } else { "" }
+        let message: String = if case .string(let text)? = error?["message"] { text } else { "" }
+        return (code, message)
     }
 }
 

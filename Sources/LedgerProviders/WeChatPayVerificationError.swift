@@ -36,6 +36,11 @@ public enum WeChatPayVerificationError: Error, Sendable, Hashable, CustomStringC
     case orderMismatch(found: String)
     /// An answer came without the `Wechatpay-*` headers that sign it.
     case unsignedAnswer
+    /// A refusal (HTTP 4xx) without the `Wechatpay-*` headers: WeChat Pay signs an answer only once it has accepted
+    /// our request's signature, so a request it could not check, or one missing a required header, is refused
+    /// unsigned. Nothing of it is believed; it is not a forgery either, but a configuration to fix or the provider's
+    /// refusal (`code`, `message` as the body says, unchecked).
+    case unsignedRefusal(status: Int, code: String, message: String)
 
     public var description: String {
         switch self {
@@ -56,6 +61,7 @@ public enum WeChatPayVerificationError: Error, Sendable, Hashable, CustomStringC
         case .queryFailed(let status, let code, let message): "query_failed (HTTP \(status) \(code): \(message))"
         case .orderMismatch(let found): "order_mismatch (\(found))"
         case .unsignedAnswer: "unsigned_answer"
+        case .unsignedRefusal(let status, let code, let message): "unsigned_refusal (HTTP \(status) \(code): \(message))"
         }
     }
 }

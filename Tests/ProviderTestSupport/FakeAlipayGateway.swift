@@ -10,7 +10,7 @@ import _CryptoExtras
 /// checks the request's common parameters and its RSA2 signature with the app's public key (as Alipay does with the
 /// key the merchant uploaded), and answers `{"alipay_trade_query_response": {...}, "sign": ...}` signed with
 /// Alipay's key (`ProviderTestKit.alipayKey`) over the exact text of the response object. A bad signature is answered
-/// `error_response` `isv.invalid-signature`; an order it holds no trade for, `40004` / `ACQ.TRADE_NOT_EXIST`.
+/// `error_response` `isv.invalid-signature`, unsigned; an order it holds no trade for, `40004` / `ACQ.TRADE_NOT_EXIST`.
 public final class FakeAlipayGateway: Sendable {
     /// The app's key pair: the ledger signs with the private half, the gateway checks with the public one.
     public let appKey: _RSA.Signing.PrivateKey
@@ -57,7 +57,11 @@ public final class FakeAlipayGateway: Sendable {
         }()
         guard verifies(parameters) else {
             log.withLock { $0.append("invalid-signature \(orderId ?? "-")") }
-            return signed("error_response", ["code": "40002", "msg": "Invalid Arguments", "sub_code": "isv.invalid-signature", "sub_msg": "验签出错"])
+            // Unsigned, as Alipay answers a request it could not authenticate: nothing in it is to be believed,
+            // and it is not a forgery either.
+            let refusal = #"{"error_response":{"code":"40002","msg":"Invalid Arguments","sub_code":"isv.invalid-signature","sub_msg":"验签出错"}}"#
+            return Response(status: .ok, headers: [.contentType: "application/json;charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: refusal)))
         }
         guard let orderId, let trade = trades.withLock({ $0[orderId] }) else {
             log.withLock { $0.append("not-exist \(orderId ?? "-")") }

@@ -10,7 +10,7 @@ import _CryptoExtras
 /// A stand-in for WeChat Pay API v3's order query that speaks its documented protocol: it checks the request's
 /// `Authorization: WECHATPAY2-SHA256-RSA2048 …` (merchant id, certificate serial, a fresh timestamp, and the
 /// signature over `GET\n{path?query}\n{timestamp}\n{nonce}\n\n` by the merchant key whose public half it holds) and
-/// answers 401 `SIGN_ERROR` otherwise; every answer is signed with the platform key (`ProviderTestKit.wechatPlatformKey`,
+/// answers 401 `SIGN_ERROR` otherwise, unsigned; every answer to a request it accepted is signed with the platform key (`ProviderTestKit.wechatPlatformKey`,
 /// serial `platformSerial`) over `timestamp\nnonce\nbody\n`, as WeChat Pay signs.
 public final class FakeWeChatPayAPI: Sendable {
     public let merchantKey: _RSA.Signing.PrivateKey
@@ -100,7 +100,9 @@ public final class FakeWeChatPayAPI: Sendable {
 
     private func answer(orderId: String, mchid: String?, pathAndQuery: String, authorization: String?) -> Response {
         guard mchid == ProviderTestKit.merchantId, verifies(authorization, pathAndQuery: pathAndQuery) else {
-            return signed(.unauthorized, ["code": "SIGN_ERROR", "message": "签名错误"])
+            // Unsigned: the platform signs only a request it accepted.
+            return Response(status: .unauthorized, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(
+                string: #"{"code":"SIGN_ERROR","message":"签名错误"}"#)))
         }
         let unavailable = traffic.withLock { traffic in
             defer { traffic.unavailable = max(0, traffic.unavailable - 1) }

@@ -36,6 +36,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import messagedb  # noqa: E402
 import minimal  # noqa: E402
+import pressure  # noqa: E402
 import workload  # noqa: E402
 import wrkload  # noqa: E402
 
@@ -473,6 +474,18 @@ def main():
             analysed = next((p for p in results["pairs"] if p["workload"] == kind and p["clients"] == burst["clients"]), None)
             burst["vs_analysed"] = ratio(burst["service"]["events_per_s"], analysed["service"]["events_per_s"]) if analysed else None
         results["service_peak_rss_mb"] = max((p["service"]["peak_rss_mb"] for p in results["pairs"]), default=None)
+        alone = next((p for p in results["pairs"] if p["workload"] == "single" and p["clients"] == 16), None)
+        if alone and shutil.which("wrk"):
+            log(f"single x16 while 16 clients read 1000-event pages with a fresh asOf: service {duration:.0f} s")
+            under = after_checkpoint(url, lambda: pressure.run(16, duration, port, token, run_tag))
+            appends = under["appends"]
+            under["vs_alone"] = ratio(appends["events_per_s"], alone["service"]["events_per_s"])
+            under["p99_vs_minimal"] = ratio(appends["p99_ms"], alone["minimal"]["p99_ms"])
+            under["minimal_p99_ms"] = alone["minimal"]["p99_ms"]
+            results["pressure"] = under
+            results["failed"] |= appends["failed"] or under["reads"]["failed"]
+            log(f"  appends {fmt(appends['events_per_s'])} ev/s p99 {fmt(appends['p99_ms'], 2)} ms "
+                f"({fmt(under['vs_alone'], 2)} of alone) | reads {fmt(under['reads']['requests_per_s'])} pages/s")
         service.stop()
 
         # 4. rebuild over >= rebuild_events events: copy the service's own h-1 lifecycle under new order ids.
@@ -559,6 +572,12 @@ def targets(results):
         add(f"{kind} appends right after a burst (no ANALYZE, no restart) within 20 % of the analysed run "
             f"({burst['clients']} clients)",
             f"{burst['service']['events_per_s']:,.0f} events/s = {r:.2f}x" if r else "-", r is not None and r >= 0.8)
+    under = results.get("pressure")
+    if under:
+        add("single appends' p99 <= 3x the minimal store's while 16 clients read 1000-event pages (16 clients)",
+            f"{under['appends']['p99_ms']:.2f} ms vs {under['minimal_p99_ms']:.2f} ms = {under['p99_vs_minimal']:.2f}x, "
+            f"{under['appends']['events_per_s']:,.0f} events/s ({under['vs_alone']:.2f}x of alone)",
+            under["p99_vs_minimal"] is not None and under["p99_vs_minimal"] <= 3)
     rb = results.get("rebuild")
     if rb:
         add("rebuild >= 200,000 events/s and >= 0.5x COPY",
@@ -594,6 +613,17 @@ def table(results):
             f"| {kind} after a burst{' FAILED' if svc['failed'] else ''} | {burst['clients']} | - | - | - | - | - | - | "
             f"{fmt(svc['events_per_s'])} ev | {fmt(svc['p50_ms'], 2)} | {fmt(svc['p99_ms'], 2)} | - | - | - | "
             f"{fmt(burst.get('vs_analysed'), 2)} of the analysed run | - | - | - | - |")
+    under = results.get("pressure")
+    if under:
+        svc, reads = under["appends"], under["reads"]
+        lines.append(
+            f"| single under read pressure{' FAILED' if svc['failed'] or reads['failed'] else ''} | 16 | - | "
+            f"{fmt(under['minimal_p99_ms'], 2)} | - | - | - | - | {fmt(svc['events_per_s'])} ev | {fmt(svc['p50_ms'], 2)} | "
+            f"{fmt(svc['p99_ms'], 2)} | - | - | - | {fmt(under['vs_alone'], 2)} of alone | {fmt(under['p99_vs_minimal'], 2)} "
+            f"| - | - | - |")
+        lines.append(
+            f"| 1000-event pages, fresh asOf, beside it | 16 | - | - | - | - | - | - | {fmt(reads['requests_per_s'])} req "
+            f"| {fmt(reads['p50_ms'], 2)} | {fmt(reads['p99_ms'], 2)} | - | - | - | - | - | - | - | - |")
     rb = results.get("rebuild")
     if rb:
         lines.append(

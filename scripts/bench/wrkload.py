@@ -64,6 +64,11 @@ def history(clients, duration, port, token, horders):
     return _wrk("history", 1, clients, duration, port, "history.lua", [token, str(horders)], 1)
 
 
+def big_history(clients, duration, port, token, prefix, orders):
+    """Whole 1000-event pages, each with an asOf never asked before (the read-pressure phase: pressure.py)."""
+    return _wrk("big_history", 1, clients, duration, port, "big_history.lua", [token, prefix, str(orders)], 1000)
+
+
 def appends(kind, clients, duration, port, token, run_tag):
     """Single appends or 6-event batches to new orders `<s|b><run_tag>-<clients>-<client>-<serial>`."""
     order_prefix = f"{kind[0]}{run_tag}-{clients}-"
