@@ -8,7 +8,9 @@ import LedgerRecovery
 /// `ledger recover --order` does. The answer says what was asked, what the provider answered and what was recorded,
 /// and where the order stands on the recovery schedule; the attempt is recorded under the token's name.
 /// 501 when no provider can be asked (no `--providers-config` with a query section), 409 `recovery_in_progress`
-/// while another node is asking about the order, 404 for an order the ledger has never seen.
+/// while another node is asking about the order, 429 `too_soon` (with `Retry-After`) when it was asked less than 10 s
+/// ago or this node sent its provider 3 people's questions in the last second, 404 for an order the ledger has never
+/// seen. A person's question never uses up the schedule's attempts.
 struct RecoveryRoutes {
     typealias Context = LedgerRequestContext
     let recoverer: Recoverer?
@@ -43,7 +45,15 @@ struct RecoveryRoutes {
             throw APIError(.notImplemented, "not_configured", reason)
         case .notAsked(let reason, configuration: false):
             throw APIError(.badGateway, "provider_unavailable", reason + "; ask again later")
+        case .tooSoon(let wait):
+            throw Self.tooSoon("too many questions to Apple from this node", wait: wait)
         }
+    }
+
+    /// 429 with `Retry-After` (whole seconds, at least 1): a person's question refused for now (`RecoveryPlan`).
+    static func tooSoon(_ reason: String, wait: Duration) -> APIError {
+        let seconds = max(1, Int(wait.seconds.rounded(.up)))
+        return APIError(.tooManyRequests, "too_soon", "\(reason): ask again in \(seconds) s", headers: [.retryAfter: String(seconds)])
     }
 
     static let notConfigured = APIError(
@@ -57,6 +67,8 @@ struct RecoveryRoutes {
             return JSONResponse.make(status: .ok, body: attempt.json(next: next))
         case .busy:
             throw APIError(.conflict, "recovery_in_progress", "another node is asking about order \(orderId) now; its answer will be on the order")
+        case .tooSoon(_, let wait):
+            throw Self.tooSoon("order \(orderId) was asked about moments ago, or its provider was asked too often", wait: wait)
         case .unknownOrder, .settled, .dryRun:
             throw APIError.notFound("order \(orderId) is not in the ledger")
         }
@@ -75,6 +87,7 @@ extension RecoveryAttempt {
             "outcome": .string(outcome.rawValue),
             "said": .string(said),
             "providerWords": .text(providerWords),
+            "answer": answer ?? .null,
             "recorded": .array(recorded.map(JSONValue.string)),
         ])
     }

@@ -100,8 +100,20 @@ public struct AppStoreServerAPI: Sendable {
             switch status {
             case 200:
                 return .found(body)
-            case 404 where Self.errorCode(in: body) == 4_040_010:
-                return .transactionNotFound
+            case 400, 404:
+                // Apple's error codes say which refusals are for good (ask no more), which are its to lift later.
+                let code = Self.errorCode(in: body)
+                switch code {
+                case 4_040_010?, 4_040_005?: return .transactionNotFound
+                case 4_000_006?: throw .refused(code: 4_000_006, "Apple says the transaction id is not valid (4000006)")
+                case 4_040_001?: throw .refused(code: 4_040_001, "Apple knows no App Store account for it (4040001)")
+                case 4_040_003?:
+                    throw .configuration("Apple knows no app for this bundle id (4040003): check appStore.serverAPI bundleId")
+                case 4_040_002?, 4_040_004?, 4_040_006?:
+                    throw .unavailable("Apple asks to be asked again later (\(code.map(String.init) ?? "-"))")
+                default:
+                    throw .unexpected(status: status, body: Self.text(body))
+                }
             case 401:
                 throw .configuration("Apple refused the token (401): check appStore.serverAPI keyId, issuerId, privateKeyPath and bundleId")
             case 429:
@@ -172,6 +184,9 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
     case unexpected(status: Int, body: String)
     case malformedAnswer(String)
     case invalidTransactionId(String)
+    /// Apple refused the question for good (`code`: 4000006 an invalid transaction id, 4040001 no such account):
+    /// asking again gets the same answer.
+    case refused(code: Int64, String)
     /// An order id (Look Up Order ID) that is not Apple's alphanumeric form: never sent.
     case invalidOrderId(String)
 
@@ -184,6 +199,7 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
         case .unexpected(let status, let body): "App Store Server API answered HTTP \(status): \(body)"
         case .malformedAnswer(let reason): "App Store Server API answer not understood: \(reason)"
         case .invalidTransactionId(let id): "\(id) is not an App Store transaction id"
+        case .refused(_, let reason): "App Store Server API refused: \(reason)"
         case .invalidOrderId(let id): "\(id) is not an App Store order id"
         }
     }
@@ -192,7 +208,8 @@ public enum AppStoreServerAPIError: Error, Sendable, Hashable, CustomStringConve
     public var isRetryable: Bool {
         switch self {
         case .unavailable, .rateLimited: true
-        case .configuration, .transactionNotFound, .unexpected, .malformedAnswer, .invalidTransactionId, .invalidOrderId: false
+        case .configuration, .transactionNotFound, .unexpected, .malformedAnswer, .invalidTransactionId, .invalidOrderId, .refused:
+            false
         }
     }
 }

@@ -8,17 +8,19 @@ public enum ProviderAnswer: Sendable {
     /// A verified answer to record (`Ledger.recordProviderMessage`), and how to say it to a person.
     case answered(ProviderMessage, said: String)
     /// Nothing to record, and why (`outcome`: not paid yet, no way to ask, an answer that did not verify — logged as a
-    /// security event —, no answer, a configuration to fix), in words; `words` is the provider's own answer, verbatim,
-    /// when it gave one.
-    case nothing(RecoveryOutcome, said: String, words: String? = nil)
+    /// security event —, no answer, a configuration to fix), in words; `answer` is the provider's answer as it came
+    /// (`KeptAnswer`), when it gave one; `notBefore`, the time the provider said it may be asked again (Apple's
+    /// `Retry-After`).
+    case nothing(RecoveryOutcome, said: String, answer: JSONValue? = nil, notBefore: Date? = nil)
 
-    static func notYet(_ said: String, words: [UInt8]? = nil) -> ProviderAnswer {
-        .nothing(.notYet, said: said, words: words.map { String(decoding: $0.prefix(4096), as: UTF8.self) })
-    }
+    static func notYet(_ said: String, answer: JSONValue? = nil) -> ProviderAnswer { .nothing(.notYet, said: said, answer: answer) }
     static func notAskable(_ said: String) -> ProviderAnswer { .nothing(.notAskable, said: said) }
-    static func unverified(_ said: String) -> ProviderAnswer { .nothing(.unverified, said: said) }
-    static func unreachable(_ said: String) -> ProviderAnswer { .nothing(.unreachable, said: said) }
-    static func configuration(_ said: String) -> ProviderAnswer { .nothing(.configuration, said: said) }
+    static func unverified(_ said: String, answer: JSONValue? = nil) -> ProviderAnswer { .nothing(.unverified, said: said, answer: answer) }
+    static func unreachable(_ said: String, answer: JSONValue? = nil) -> ProviderAnswer { .nothing(.unreachable, said: said, answer: answer) }
+    static func configuration(_ said: String, answer: JSONValue? = nil) -> ProviderAnswer {
+        .nothing(.configuration, said: said, answer: answer)
+    }
+    static func refused(_ said: String) -> ProviderAnswer { .nothing(.refused, said: said) }
 }
 
 /// Asks an order's provider about its payment, with the clients and verifiers a providers file enables: the App
@@ -82,9 +84,11 @@ public struct ProviderQuestions: Sendable {
         } catch {
             switch error {
             case .configuration: return .configuration(error.description)
-            case .unavailable, .rateLimited, .unexpected, .malformedAnswer: return .unreachable(error.description)
+            case .rateLimited(let until): return .nothing(.unreachable, said: error.description, notBefore: until)
+            case .unavailable, .unexpected, .malformedAnswer: return .unreachable(error.description)
             case .transactionNotFound: return .notYet(error.description)
             case .invalidTransactionId, .invalidOrderId: return .notAskable(error.description)
+            case .refused: return .refused(error.description)
             }
         }
         let transaction: AppStoreTransaction
@@ -94,7 +98,8 @@ public struct ProviderQuestions: Sendable {
             logger.warning("security: the App Store's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "transaction": "\(transactionId)", "reason": "\(error)",
             ])
-            return .unverified("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded")
+            return .unverified("Apple's answer (\(environment.rawValue)) did not verify: \(error); nothing recorded",
+                               answer: KeptAnswer.appStore(signedTransactionInfo: signed, environment: environment))
         }
         let message = transaction.queriedMessage
         let said = "\(environment.rawValue) answered: \(message.fact.effect.rawValue), product \(transaction.productId)"
@@ -124,20 +129,22 @@ public struct ProviderQuestions: Sendable {
             case .queryFailed(_, let subCode, _), .unsignedRefusal(_, let subCode, _):
                 // Alipay could not check our signature or does not know the app: fix the configuration. Any other
                 // refusal, signed or not, is Alipay's to lift: asked again later. Neither is a forgery.
+                let kept = KeptAnswer.alipay(body, verified: { if case .queryFailed = error { true } else { false } }())
                 if Self.alipayConfigurationCodes.contains(where: subCode.contains) {
-                    return .configuration("Alipay refused the query: \(error)")
+                    return .configuration("Alipay refused the query: \(error)", answer: kept)
                 }
-                return .notYet("Alipay refused the query: \(error)", words: body)
+                return .notYet("Alipay refused the query: \(error)", answer: kept)
             default:
                 break
             }
             logger.warning("security: Alipay's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "reason": "\(error)",
             ])
-            return .unverified("Alipay's answer did not verify: \(error); nothing recorded")
+            return .unverified("Alipay's answer did not verify: \(error); nothing recorded", answer: KeptAnswer.alipay(body, verified: false))
         }
         guard case .trade(let trade) = answer else {
-            return .notYet("Alipay has no trade for order \(order.orderId) yet (ACQ.TRADE_NOT_EXIST): not paid, or not yet; ask again later", words: body)
+            return .notYet("Alipay has no trade for order \(order.orderId) yet (ACQ.TRADE_NOT_EXIST): not paid, or not yet; ask again later",
+                           answer: KeptAnswer.alipay(body, verified: true))
         }
         let message = trade.message(receivedAt: now)
         return .answered(message, said: "Alipay answered: \(trade.tradeStatus.rawValue), trade \(trade.tradeNo), \(trade.totalAmount.formatted)")
@@ -171,24 +178,28 @@ public struct ProviderQuestions: Sendable {
             case .queryFailed(let status, let code, _), .unsignedRefusal(let status, let code, _):
                 // Our request is wrong (its signature, a required header, the merchant's rights): fix the
                 // configuration. Too many questions: asked again later. Neither is a forgery.
+                let kept = KeptAnswer.wechatPay(answer, verified: { if case .queryFailed = error { true } else { false } }())
                 if status == 401 || Self.weChatPayConfigurationCodes.contains(code) {
-                    return .configuration("WeChat Pay refused the request: \(error)")
+                    return .configuration("WeChat Pay refused the request: \(error)", answer: kept)
                 }
-                if status == 429 { return .unreachable("WeChat Pay refused the request: \(error)") }
-                return .notYet("WeChat Pay refused the query: \(error)", words: answer.body)
+                if status == 429 { return .unreachable("WeChat Pay refused the request: \(error)", answer: kept) }
+                return .notYet("WeChat Pay refused the query: \(error)", answer: kept)
             default:
                 break
             }
             logger.warning("security: WeChat Pay's answer did not verify; nothing recorded", metadata: [
                 "order": "\(order.orderId)", "reason": "\(error)",
             ])
-            return .unverified("WeChat Pay's answer did not verify: \(error); nothing recorded")
+            return .unverified("WeChat Pay's answer did not verify: \(error); nothing recorded",
+                               answer: KeptAnswer.wechatPay(answer, verified: false))
         }
         guard case .trade(let trade) = verified else {
-            return .notYet("WeChat Pay has no order \(order.orderId) (ORDER_NOT_EXIST): never placed, or not yet; ask again later", words: answer.body)
+            return .notYet("WeChat Pay has no order \(order.orderId) (ORDER_NOT_EXIST): never placed, or not yet; ask again later",
+                           answer: KeptAnswer.wechatPay(answer, verified: true))
         }
         guard let message = trade.message(receivedAt: now) else {
-            return .notYet("WeChat Pay answered \(trade.tradeState.rawValue): not paid yet, nothing to record; ask again later", words: answer.body)
+            return .notYet("WeChat Pay answered \(trade.tradeState.rawValue): not paid yet, nothing to record; ask again later",
+                           answer: KeptAnswer.wechatPay(answer, verified: true))
         }
         return .answered(message, said: "WeChat Pay answered: \(trade.tradeState.rawValue), transaction \(trade.transactionId ?? "-"), \(trade.amount.formatted)")
     }

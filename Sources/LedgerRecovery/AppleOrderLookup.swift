@@ -16,6 +16,9 @@ public enum AppleOrderLookup: Sendable, Hashable {
     case invalid
     /// Apple could not be asked: the reason, and whether it is the configuration (else: ask again later).
     case notAsked(String, configuration: Bool)
+    /// Not asked: this node already sent Apple `RecoveryPlan.personAsksPerSecond` people's questions in the last
+    /// second (100 look-ups at once had made 100 requests in a second); ask again after `wait`.
+    case tooSoon(wait: Duration)
 
     public struct Transaction: Sendable, Hashable {
         public var transactionId: String?
@@ -33,6 +36,8 @@ extension Recoverer {
         guard let appStore = questions.appStore else {
             return .notAsked("the App Store is not configured for asking: --providers-config needs appStore.trustedRoots and appStore.serverAPI", configuration: true)
         }
+        let now = clock()
+        if let retryAt = personAsks.take(.appStore, now: now) { return .tooSoon(wait: .until(retryAt, from: now)) }
         let answer: AppStoreOrderLookup
         do throws(AppStoreServerAPIError) {
             answer = try await appStore.api.lookUpOrder(appleOrderId)

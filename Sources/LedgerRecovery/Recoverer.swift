@@ -28,6 +28,10 @@ public struct Recoverer: Sendable {
     /// Apple's notification history, swept every `plan.sweepEvery` when the App Store can be asked.
     let appStoreSweep: AppStoreNotificationSweep?
     private let configurationSaid = Said()
+    /// Until when each provider asked not to be asked again (Apple's 429 `Retry-After`): its lane waits meanwhile.
+    private let pauses = ProviderPauses()
+    /// People's questions to each provider, at most `RecoveryPlan.personAsksPerSecond` a second from this node.
+    let personAsks = PersonAsks(perSecond: RecoveryPlan.personAsksPerSecond)
 
     public init(
         database: LedgerDatabase, questions: ProviderQuestions, plan: RecoveryPlan = .standard,
@@ -68,10 +72,11 @@ public struct Recoverer: Sendable {
         }
     }
 
-    /// One provider's due orders, `batch` at a time.
+    /// One provider's due orders, `batch` at a time; none while the provider asked not to be asked (`pauses`).
     private func runLane(of provider: Provider, batch: Int, maximumBatches: Int) async throws -> [RecoveryReport] {
         var reports: [RecoveryReport] = []
         for _ in 0..<maximumBatches {
+            if let until = pauses.until(provider), clock() < until { break }
             let claims = try await database.recovery.claimDue(now: clock(), plan: plan, limit: batch, of: provider)
             if claims.isEmpty { break }
             reports += try await withThrowingTaskGroup(of: RecoveryReport.self) { group in
@@ -93,6 +98,7 @@ public struct Recoverer: Sendable {
     public func sweepIfDue() async throws -> SweepReport? {
         guard let appStoreSweep else { return nil }
         let now = clock()
+        if let until = pauses.until(.appStore), now < until { return nil }
         guard let claim = try await database.recovery.claimSweep(Self.appStoreSweepSource, now: now, plan: plan) else { return nil }
         let from = claim.sweptUntil.addingTimeInterval(-RecoveryPlan.sweepOverlap.seconds)
         do {
@@ -103,6 +109,7 @@ public struct Recoverer: Sendable {
             }
             return report
         } catch {
+            if case .rateLimited(let until)? = error as? AppStoreServerAPIError { pauses.pause(.appStore, until: until) }
             try await database.recovery.completeSweep(claim, until: claim.sweptUntil)
             logger.error("recovery: sweeping Apple's notification history failed, tried again next round: \(error)")
             return nil
@@ -124,46 +131,63 @@ public struct Recoverer: Sendable {
 
     /// Asks now about one order, for a person (`ledger recover`, the API): on the schedule (entered as `asked` if it
     /// was not there), under its lease. With `dryRun`, asks and says what would be recorded, and records nothing.
+    /// A person's question uses none of the plan's attempts, and is refused (`tooSoon`) when the order was asked
+    /// less than `plan.personAskInterval` ago or this node already sent the provider
+    /// `RecoveryPlan.personAsksPerSecond` people's questions in the last second.
     public func askNow(orderId: String, askedBy: String, dryRun: Bool = false) async throws -> RecoveryReport {
         guard let order = try await database.ledger.order(orderId) else { return .unknownOrder(orderId: orderId) }
         if dryRun {
+            let now = clock()
+            if let retryAt = personAsks.take(order.provider, now: now) { return .tooSoon(orderId: orderId, wait: .until(retryAt, from: now)) }
             switch await questions.ask(about: order, now: Date()) {
             case .answered(let message, let said):
                 return .dryRun(orderId: orderId, outcome: .recovered,
                                said: "\(said); would record provider.notified (\(message.fact.notificationId)) and what follows")
-            case .nothing(let outcome, let said, _):
+            case .nothing(let outcome, let said, _, _):
                 return .dryRun(orderId: orderId, outcome: outcome, said: said)
             }
         }
-        guard let claim = try await database.recovery.claim(order, now: clock(), plan: plan) else {
+        let now = clock(), interval = plan.personAskInterval.seconds
+        guard let claim = try await database.recovery.claim(order, now: now, plan: plan, askedNotSince: now.addingTimeInterval(-interval)) else {
+            if let last = try await database.recovery.lastAskedAt(orderId), last > now.addingTimeInterval(-interval) {
+                return .tooSoon(orderId: orderId, wait: .until(last.addingTimeInterval(interval), from: now))
+            }
             return .busy(orderId: orderId)
         }
-        return try await ask(order, claim: claim, askedBy: askedBy)
+        if let retryAt = personAsks.take(order.provider, now: now) {
+            try await database.recovery.release(claim)
+            return .tooSoon(orderId: orderId, wait: .until(retryAt, from: now))
+        }
+        return try await ask(order, claim: claim, askedBy: askedBy, countsForPlan: false)
     }
 
     // MARK: Asking and recording
 
-    private func ask(_ order: Order, claim: RecoveryClaim, askedBy: String) async throws -> RecoveryReport {
+    private func ask(_ order: Order, claim: RecoveryClaim, askedBy: String, countsForPlan: Bool = true) async throws -> RecoveryReport {
         let askedAt = clock()
         let started = ContinuousClock.now
         // Signatures and their freshness are judged by the wall clock; the schedule's clock only says when to ask.
         let answer = await questions.ask(about: order, now: Date())
         let answered = ContinuousClock.now - started
-        var (outcome, said, words, recorded): (RecoveryOutcome, String, String?, [String])
+        var (outcome, said, kept, recorded): (RecoveryOutcome, String, JSONValue?, [String])
+        var notBefore: Date?
         switch answer {
         case .answered(let message, let answerSaid):
             (outcome, said, recorded) = try await record(message, said: answerSaid, about: order.orderId)
-            words = nil
-        case .nothing(let nothing, let nothingSaid, let providerWords):
-            (outcome, said, words, recorded) = (nothing, nothingSaid, providerWords, [])
+            kept = nil
+        case .nothing(let nothing, let nothingSaid, let providerAnswer, let providerNotBefore):
+            (outcome, said, kept, recorded, notBefore) = (nothing, nothingSaid, providerAnswer, [], providerNotBefore)
         }
+        let words: String? = if case .string(let body)? = kept?["body"] { String(body.utf8.prefix(4096)) } else { nil }
+        if let notBefore { pauses.pause(order.provider, until: notBefore) }
         if outcome == .configuration { sayOnce(order.provider, said) }
         let attempt = RecoveryAttempt(
             orderId: order.orderId, attempt: claim.attempts + 1, provider: order.provider.rawValue, askedBy: askedBy,
             askedAt: askedAt, durationMilliseconds: Int(answered.seconds * 1000), outcome: outcome, said: said,
-            providerWords: words, recorded: recorded)
+            providerWords: words, answer: kept, recorded: recorded)
         RecoveryMetrics.attempted(attempt, took: answered)
-        let next = try await database.recovery.complete(claim, attempt: attempt, plan: plan)
+        let next = try await database.recovery.complete(
+            claim, attempt: attempt, plan: plan, notBefore: notBefore, countsForPlan: countsForPlan)
         if case .ended(.unrecoverable) = next {
             logger.warning("recovery: order \(order.orderId) is unrecoverable after \(attempt.attempt) attempt(s); finance lists it", metadata: [
                 "outcome": "\(outcome.rawValue)", "said": "\(said)",
@@ -211,6 +235,44 @@ public struct Recoverer: Sendable {
     }
 }
 
+extension Duration {
+    /// The time from `now` until `date`, none when it has passed.
+    static func until(_ date: Date, from now: Date) -> Duration { .seconds(max(0, date.timeIntervalSince(now))) }
+}
+
+/// Until when each provider asked not to be asked again, in this process.
+private final class ProviderPauses: Sendable {
+    private let until = Mutex<[Provider: Date]>([:])
+
+    func pause(_ provider: Provider, until date: Date) {
+        until.withLock { $0[provider] = max($0[provider] ?? date, date) }
+    }
+
+    func until(_ provider: Provider) -> Date? { until.withLock { $0[provider] } }
+}
+
+/// People's questions to each provider from this process: at most `perSecond` in any second (a sliding window), by
+/// the recoverer's clock.
+final class PersonAsks: Sendable {
+    private let perSecond: Int
+    private let sent = Mutex<[Provider: [Date]]>([:])
+
+    init(perSecond: Int) {
+        self.perSecond = perSecond
+    }
+
+    /// Nil when a question to `provider` may be sent at `now` (and counts it); else when one may.
+    func take(_ provider: Provider, now: Date) -> Date? {
+        sent.withLock { sent in
+            var recent = (sent[provider] ?? []).filter { now.timeIntervalSince($0) < 1 && $0 <= now }
+            defer { sent[provider] = recent }
+            guard recent.count < perSecond else { return recent[0].addingTimeInterval(1) }
+            recent.append(now)
+            return nil
+        }
+    }
+}
+
 /// What has been said already, by this process.
 private final class Said: Sendable {
     private let said = Mutex<Set<String>>([])
@@ -230,11 +292,15 @@ public enum RecoveryReport: Sendable, Hashable {
     case unknownOrder(orderId: String)
     /// Asked and not recorded (`--dry-run`): `recovered` is what would have been recorded.
     case dryRun(orderId: String, outcome: RecoveryOutcome, said: String)
+    /// Not asked: a person asked about this order, or this node's people asked its provider, too recently; ask again
+    /// after `wait`.
+    case tooSoon(orderId: String, wait: Duration)
 
     public var orderId: String {
         switch self {
         case .asked(let attempt, _): attempt.orderId
-        case .settled(let orderId), .busy(let orderId), .unknownOrder(let orderId), .dryRun(let orderId, _, _): orderId
+        case .settled(let orderId), .busy(let orderId), .unknownOrder(let orderId), .dryRun(let orderId, _, _),
+             .tooSoon(let orderId, _): orderId
         }
     }
 
@@ -243,7 +309,7 @@ public enum RecoveryReport: Sendable, Hashable {
         switch self {
         case .asked(let attempt, _): attempt.outcome
         case .dryRun(_, let outcome, _): outcome
-        case .settled, .busy, .unknownOrder: nil
+        case .settled, .busy, .unknownOrder, .tooSoon: nil
         }
     }
 }

@@ -62,13 +62,13 @@ struct RecoverCommand: AsyncParsableCommand {
         let (orderId, dryRun, threshold) = (orderId, dryRun, olderThan.flatMap(ThresholdText.parse))
         if let appleOrderId {
             let lookup = try await database.withLedger { opened in
-                try await Recoverer(database: opened, questions: questions, logger: logger)
+                try await Recoverer(database: opened, questions: questions, plan: Self.operatorPlan, logger: logger)
                     .lookUpAppleOrder(appleOrderId)
             }
             return try Self.say(lookup, appleOrderId: appleOrderId)
         }
         let reports: [RecoveryReport] = try await database.withLedger { opened in
-            let recoverer = Recoverer(database: opened, questions: questions, logger: logger)
+            let recoverer = Recoverer(database: opened, questions: questions, plan: Self.operatorPlan, logger: logger)
             if let orderId { return [try await Self.recover(orderId, recoverer: recoverer, dryRun: dryRun)] }
             var reports: [RecoveryReport] = []
             var seen = Set<String>()
@@ -93,16 +93,30 @@ struct RecoverCommand: AsyncParsableCommand {
         let outcomes = reports.compactMap(\.outcome)
         if outcomes.contains(.configuration) { throw ExitCode(78) }
         if outcomes.contains(.unreachable) { throw ExitCode(69) }
+        if orderId != nil, case .tooSoon? = reports.first { throw ExitCode(75) }
         if orderId != nil, reports.first?.outcome != .recovered { throw ExitCode(1) }
     }
 
     /// The anomaly kinds whose orders may have been paid without being credited: what `--lost` asks about.
     static let lostKinds: [AnomalyKind] = [.lostOrder, .stuckPayment]
 
-    /// Asks about one order, saying first whom it asks.
+    /// An operator at a shell asks deliberately: no rest between questions about one order (the API's support tools
+    /// have one, `RecoveryPlan.personAskInterval`); the pace per provider still holds.
+    static var operatorPlan: RecoveryPlan {
+        var plan = RecoveryPlan.standard
+        plan.personAskInterval = .zero
+        return plan
+    }
+
+    /// Asks about one order, saying first whom it asks. People's questions to one provider are paced
+    /// (`RecoveryPlan.personAsksPerSecond`): `--lost` waits its turn, at most a second, rather than skip an order.
     static func recover(_ orderId: String, recoverer: Recoverer, dryRun: Bool) async throws -> RecoveryReport {
         announce("asking the provider of order \(orderId)")
-        return try await recoverer.askNow(orderId: orderId, askedBy: "cli", dryRun: dryRun)
+        while true {
+            let report = try await recoverer.askNow(orderId: orderId, askedBy: "cli", dryRun: dryRun)
+            guard case .tooSoon(_, let wait) = report, wait <= .seconds(1) else { return report }
+            try await Task.sleep(for: max(wait, .milliseconds(10)))
+        }
     }
 
     /// Apple's order lookup in words, one line per transaction; exit 1 when Apple knows no such order, 69 when it did
@@ -120,6 +134,9 @@ struct RecoverCommand: AsyncParsableCommand {
         case .notAsked(let reason, let configuration):
             try? FileHandle.standardError.write(contentsOf: Data("Error: \(reason)\n".utf8))
             throw ExitCode(configuration ? 78 : 69)
+        case .tooSoon(let wait):
+            try StandardOutput.line("too many questions to Apple from this node: ask again in \(Int(wait.seconds.rounded(.up))) s")
+            throw ExitCode(75)
         }
     }
 
@@ -147,6 +164,8 @@ struct RecoverCommand: AsyncParsableCommand {
         case .settled(let orderId): try StandardOutput.line("order \(orderId) no longer needs asking")
         case .busy(let orderId): try StandardOutput.line("another node is asking about order \(orderId) now; its answer will be on the order")
         case .unknownOrder(let orderId): try StandardOutput.line("the ledger has never seen order \(orderId)")
+        case .tooSoon(let orderId, let wait):
+            try StandardOutput.line("order \(orderId) was asked about moments ago: ask again in \(Int(wait.seconds.rounded(.up))) s")
         }
     }
 }

@@ -27,7 +27,10 @@ struct ConsoleRecoveryBrowserTests {
             try await wechat.run { base in
                 let providers = try wechat.providersFile(in: directory, base: base)
                 // The schedule off: what the page shows is support's doing alone.
-                let server = try await RunningServer.start(databaseURL: url, arguments: ["--providers-config", providers, "--recovery-interval", "0"])
+                let server = try await RunningServer.start(databaseURL: url, arguments: [
+                    // Support asks twice in a row here, as the state changes between: no 10 s rest between people's questions.
+                    "--providers-config", providers, "--recovery-interval", "0", "--recovery-person-interval", "0",
+                ])
                 defer { server.stop() }
                 let browser = try await HeadlessBrowser.start()
                 do {

@@ -41,9 +41,10 @@ struct API {
         return logger
     }()
 
-    /// `questions`: the providers `POST /v1/orders/{id}/recover` asks (none: it answers 501).
+    /// `questions`: the providers `POST /v1/orders/{id}/recover` asks (none: it answers 501), on `recoveryClock`.
     static func run(
         providers: ProviderVerifiers = ProviderVerifiers(), questions: ProviderQuestions? = nil,
+        recoveryClock: @escaping @Sendable () -> Date = Date.init,
         _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService { owner, service in
@@ -54,7 +55,7 @@ struct API {
                 secrets[name] = try await tokens.create(name: name, scopes: scopes)
             }
             let recoverer = questions.map {
-                Recoverer(database: database, questions: $0, logger: API.logger)
+                Recoverer(database: database, questions: $0, clock: recoveryClock, logger: API.logger)
             }
             let app = Application(
                 router: LedgerApplication.router(database: database, providers: providers, recoverer: recoverer), logger: API.logger)

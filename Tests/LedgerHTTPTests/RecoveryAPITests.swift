@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerProviderClients
 import LedgerProviders
 import ProviderTestSupport
+import Synchronization
 import Testing
 
 @Suite("API: support asks the provider now; an order shows its recovery")
@@ -17,11 +18,15 @@ struct RecoveryAPITests {
             verifiers: verifiers, logger: API.logger)
     }
 
+    /// Support asks; asking again within 10 s is refused (429, `Retry-After`) without a question to the provider;
+    /// after that, the provider's new answer is recorded. People's questions never use up the schedule's attempts.
     @Test func supportAsksNowAndTheOrderShowsEachAttempt() async throws {
         let wechat = try FakeWeChatPayAPI()
         wechat.hold(orderId: "wx-1", state: "NOTPAY", transactionId: nil)
+        let clock = Mutex(Date())
         try await wechat.run { base in
-            try await API.run(providers: Self.verifiers, questions: Self.questions(wechat, base: base)) { api in
+            try await API.run(providers: Self.verifiers, questions: Self.questions(wechat, base: base),
+                              recoveryClock: { clock.withLock { $0 } }) { api in
                 try await api.createOrder("wx-1", provider: .wechatPay, amount: Money(value: 1234, currency: "CNY"))
 
                 // A scope of its own: reading orders is not asking providers.
@@ -33,6 +38,14 @@ struct RecoveryAPITests {
                 #expect(notPaid.json["outcome"] == "not_yet" && notPaid.json["status"] == "pending" && notPaid.json["attempt"] == 1)
                 #expect(notPaid.json["askedBy"] == "token:all" && notPaid.json["providerWords"] != .null)
                 #expect(notPaid.json["nextAttemptAt"] != .null)
+                // Kept as it came, with the headers that sign it, for an auditor.
+                #expect(notPaid.json["answer"]?["verified"] == true && notPaid.json["answer"]?["signature"] != nil, "\(notPaid.bodyText)")
+
+                let soon = try await api.request(.post, "/v1/orders/wx-1/recover")
+                #expect(soon.status == .tooManyRequests && soon.errorCode == "too_soon", "\(soon.bodyText)")
+                #expect(soon.headers[.retryAfter] == "10", "\(soon.headers)")
+                #expect(wechat.requests == ["200 wx-1"], "refused before the provider is asked")
+                clock.withLock { $0 = $0.addingTimeInterval(10) }
 
                 wechat.hold(orderId: "wx-1", state: "SUCCESS", transactionId: "4200001234202611250000000001")
                 let paid = try await api.request(.post, "/v1/orders/wx-1/recover")

@@ -91,6 +91,31 @@ struct AppStoreServerAPITests {
         #expect(apple.requests.map { $0.split(separator: " ")[1] } == ["429", "429", "200"])
     }
 
+    /// Apple's error codes say whether asking again can help: an invalid transaction id (4000006) and an unknown
+    /// account (4040001) are refused for good, an unknown app (4040003) is the configuration, the "retryable" 404s are
+    /// Apple's to lift. They had all been asked again for 24 hours.
+    @Test(arguments: [(400, 4_000_006, "refused"), (404, 4_040_001, "refused"), (404, 4_040_003, "configuration"),
+                      (404, 4_040_002, "unavailable"), (404, 4_040_004, "unavailable")])
+    func appleErrorCodesSayWhetherAskingAgainCanHelp(_ status: Int, _ code: Int64, _ expected: String) async throws {
+        apple.answerNext(status: status, errorCode: code)
+        try await apple.run { base async throws -> Void in
+            do throws(AppStoreServerAPIError) {
+                _ = try await client(base).transactionInfo("2000000000000005")
+                Issue.record("an error was taken for an answer")
+            } catch {
+                let kind = switch error {
+                case .refused: "refused"
+                case .configuration: "configuration"
+                case .unavailable: "unavailable"
+                default: "\(error)"
+                }
+                #expect(kind == expected, "\(code): \(error)")
+                #expect(error.isRetryable == (expected == "unavailable"), "\(code)")
+            }
+        }
+        #expect(apple.requests.count == 1, "asked once: \(apple.requests)")
+    }
+
     /// Apple's limits are hourly: a 429 to come back in an hour ends the attempt at once, saying when.
     @Test func aLongRateLimitEndsTheAttemptWithTheTimeToAskAgain() async throws {
         apple.rateLimit(next: 1, retryAfter: 3_600)

@@ -37,6 +37,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         var rateLimited = 0
         var retryAfterSeconds: Double = 2
         var unavailable = 0
+        /// The next answers' HTTP status and Apple error code, given before anything else is looked at.
+        var errors: [(status: HTTPResponse.Status, code: Int64)] = []
         var requests: [String] = []
     }
 
@@ -84,6 +86,10 @@ public final class FakeAppStoreServerAPI: Sendable {
     /// when it may be asked again, `seconds` from the moment of each answer.
     public func rateLimit(next count: Int, retryAfter seconds: Double = 2) {
         state.withLock { $0.rateLimited = count; $0.retryAfterSeconds = seconds }
+    }
+    /// The next request is answered `status` with Apple's JSON error `code` (4000006, 4040001, 4040003…).
+    public func answerNext(status: Int, errorCode code: Int64) {
+        state.withLock { $0.errors.append((HTTPResponse.Status(code: status), code)) }
     }
     /// The next `count` requests are answered 503.
     public func failNext(_ count: Int) { state.withLock { $0.unavailable = count } }
@@ -156,6 +162,9 @@ public final class FakeAppStoreServerAPI: Sendable {
             return Self.json(.tooManyRequests, ["errorCode": 4_290_000, "errorMessage": "Rate limit exceeded."], headers: [.retryAfter: retryAt])
         }
         if failing { return Self.json(.serviceUnavailable, ["errorCode": 5_000_001, "errorMessage": "An unknown error occurred."]) }
+        if let error = state.withLock({ $0.errors.isEmpty ? nil : $0.errors.removeFirst() }) {
+            return Self.json(error.status, ["errorCode": .int(error.code), "errorMessage": "As told."])
+        }
         return nil
     }
 

@@ -21,10 +21,17 @@ public struct RecoveryPlan: Sendable, Hashable {
     /// as failed after that is in its history only.
     public var sweepEvery: Duration
     public var firstSweepReach: Duration
+    /// A person's question through the API (`POST /v1/orders/{id}/recover`, the console) about an order asked less
+    /// than this long ago, by anyone, is refused, to be asked again then (HTTP 429, `Retry-After`): a support tool in
+    /// a loop asked 3 times a second (`serve --recovery-person-interval`; zero for `ledger recover`, an operator's
+    /// deliberate command). A person's question never counts toward the plan: the schedule's next attempt comes no
+    /// sooner than this after it, and the plan's attempts are not used up (16 asks in 5 s had ended an order
+    /// `unrecoverable`).
+    public var personAskInterval: Duration
 
     public init(
         delays: [Duration], receiptUnverifiedAfter: Duration, paymentUnansweredAfter: Duration, lease: Duration,
-        sweepEvery: Duration, firstSweepReach: Duration
+        sweepEvery: Duration, firstSweepReach: Duration, personAskInterval: Duration = .seconds(10)
     ) {
         self.delays = delays
         self.receiptUnverifiedAfter = receiptUnverifiedAfter
@@ -32,6 +39,7 @@ public struct RecoveryPlan: Sendable, Hashable {
         self.lease = lease
         self.sweepEvery = sweepEvery
         self.firstSweepReach = firstSweepReach
+        self.personAskInterval = personAskInterval
     }
 
     public static let standard = RecoveryPlan(
@@ -42,6 +50,10 @@ public struct RecoveryPlan: Sendable, Hashable {
     /// How far a sweep reaches back before where the last one ended: a notification Apple recorded as failed just
     /// before the last sweep's end may have reached its history after that sweep asked.
     public static let sweepOverlap: Duration = .seconds(300)
+
+    /// People's questions one node sends each provider, at most, per second (Apple's lookups allow 10 per second
+    /// for the whole app; three nodes stay within it).
+    public static let personAsksPerSecond = 3
 
     /// The states in which an order may have been paid and not heard of: what the schedule asks about. Any other
     /// state is settled (verified, granted…) or closed (cancelled, rejected) without the provider's help.
@@ -102,6 +114,10 @@ public enum RecoveryOutcome: String, Sendable, Hashable, CaseIterable {
     case unverified
     /// No answer, a 5xx, still rate limited.
     case unreachable
+    /// The provider refused the question for good: an id it says is not valid, an account it does not know. Asking
+    /// again gets the same answer, so the order is `unrecoverable` at once (Apple's 4000006, 4040001 had been asked
+    /// again for 24 hours).
+    case refused
     /// The provider refused our credentials, or the ledger is not configured to ask it.
     case configuration
     /// The provider answered with a fact the ledger kept but could not apply (another amount, an unmatched id, a
@@ -112,7 +128,7 @@ public enum RecoveryOutcome: String, Sendable, Hashable, CaseIterable {
     public var endsSchedule: RecoveryStatus? {
         switch self {
         case .recovered: .recovered
-        case .keptNotApplied: .unrecoverable
+        case .keptNotApplied, .refused: .unrecoverable
         case .recordedNotApplied, .notYet, .notAskable, .unverified, .unreachable, .configuration: nil
         }
     }

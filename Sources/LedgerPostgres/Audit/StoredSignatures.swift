@@ -58,7 +58,9 @@ struct StoredSignatures: Sendable {
     }
 
     /// Every Alipay and WeChat Pay message kept: on orders (`provider.notified`), then those kept in
-    /// `provider_messages` alone (unmatched, or refused by the event rules), in the order they were recorded.
+    /// `provider_messages` alone (unmatched, or refused by the event rules), in the order they were recorded, then the
+    /// answers recovery kept whose signature was checked on arrival (a "not yet", a signed refusal: why the ledger
+    /// waited).
     func forEachProviderMessage(_ body: (StoredProviderMessage) async throws -> Void) async throws {
         let rows = try await client.query(
             """
@@ -68,6 +70,10 @@ struct StoredSignatures: Sendable {
             SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id, provider,
                    (unmatched_data->'evidence')::text, NULL
             FROM provider_messages WHERE order_id IS NULL AND provider IN ('alipay', 'wechat_pay')
+            UNION ALL
+            SELECT 'recovery attempt ' || id || ' (order ' || order_id || ')', provider, answer::text, NULL
+            FROM recovery_attempts
+            WHERE provider IN ('alipay', 'wechat_pay') AND answer->>'verified' = 'true'
             ORDER BY 4 NULLS LAST, 1
             """, .reads, logger: logger)
         for try await (location, provider, evidence, _) in rows.decode((String, String, String?, Int64?).self) {

@@ -65,8 +65,9 @@ public struct RecoverySchedule: Sendable {
     }
 
     /// Takes one order for a person's question (`ledger recover`, `POST /v1/orders/{id}/recover`), entering it on the
-    /// schedule if it is not there (reason `asked`) or has ended there. Nil when another node is asking about it now.
-    public func claim(_ order: Order, now: Date, plan: RecoveryPlan) async throws -> RecoveryClaim? {
+    /// schedule if it is not there (reason `asked`) or has ended there. Nil when another node is asking about it now,
+    /// or when it was last asked after `askedNotSince` (`lastAskedAt` says which).
+    public func claim(_ order: Order, now: Date, plan: RecoveryPlan, askedNotSince: Date? = nil) async throws -> RecoveryClaim? {
         let lease = UUID()
         let until = now.addingTimeInterval(plan.lease.seconds)
         return try await claims(lease: lease, """
@@ -78,40 +79,71 @@ public struct RecoverySchedule: Sendable {
                     attempts = CASE WHEN recovery_schedule.status = 'pending' THEN recovery_schedule.attempts ELSE 0 END,
                     entered_at = CASE WHEN recovery_schedule.status = 'pending' THEN recovery_schedule.entered_at ELSE EXCLUDED.entered_at END,
                     status = 'pending', ended_at = NULL
-                WHERE recovery_schedule.leased_until IS NULL OR recovery_schedule.leased_until <= \(now)
+                WHERE (recovery_schedule.leased_until IS NULL OR recovery_schedule.leased_until <= \(now))
+                  AND (\(askedNotSince)::timestamptz IS NULL OR recovery_schedule.last_attempt_at IS NULL
+                       OR recovery_schedule.last_attempt_at <= \(askedNotSince))
             RETURNING order_id, provider, reason, attempts
             """).first
     }
 
-    /// Records the attempt and gives the order back: ended (`recovered`, `unrecoverable`) or due again as `plan` says,
-    /// counted from when it was asked.
-    /// Returns where the order stands. An attempt made under a lease that ran out (another node has the order now)
-    /// is still recorded; the schedule is left to that node.
-    @discardableResult
-    public func complete(_ claim: RecoveryClaim, attempt: RecoveryAttempt, plan: RecoveryPlan) async throws -> RecoveryEntry.Next {
-        let next: RecoveryEntry.Next =
-            if let ended = attempt.outcome.endsSchedule { .ended(ended) }
-            else if let due = plan.nextAttempt(afterAttempts: attempt.attempt, at: attempt.askedAt) { .due(due) }
-            else { .ended(.unrecoverable) }
-        let (status, due, ended): (RecoveryStatus, Date?, Date?) = switch next {
-        case .due(let date): (.pending, date, nil)
-        case .ended(let status): (status, nil, attempt.askedAt)
+    /// When the order was last asked about, by anyone (nil: never).
+    public func lastAskedAt(_ orderId: String) async throws -> Date? {
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
+            var last: Date?
+            for try await at in try await connection.query(
+                "SELECT last_attempt_at FROM recovery_schedule WHERE order_id = \(orderId)", logger: logger
+            ).decode(Date?.self) { last = at }
+            return last
         }
-        _ = try await count("""
-            WITH attempt AS (
-                INSERT INTO recovery_attempts (order_id, attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, recorded)
-                VALUES (\(attempt.orderId), \(attempt.attempt), \(attempt.provider), \(attempt.askedBy), \(attempt.askedAt),
-                        \(attempt.durationMilliseconds), \(attempt.outcome.rawValue), \(attempt.said), \(attempt.providerWords), \(attempt.recorded))
-            )
-            UPDATE recovery_schedule
-            SET attempts = \(attempt.attempt), last_attempt_at = \(attempt.askedAt), last_outcome = \(attempt.outcome.rawValue),
-                last_said = \(attempt.said), status = \(status.rawValue), next_attempt_at = coalesce(\(due), next_attempt_at),
-                ended_at = \(ended), lease = NULL, leased_until = NULL,
-                order_version = coalesce((SELECT version FROM orders WHERE order_id = \(claim.orderId)), order_version)
-            WHERE order_id = \(claim.orderId) AND lease = \(claim.lease)
-            RETURNING 1
-            """)
-        return next
+    }
+
+    /// Records the attempt and gives the order back: ended (`recovered`, `unrecoverable`) or due again as `plan` says,
+    /// counted from when it was asked, and never before `notBefore` (the time the provider said it may be asked
+    /// again). A person's question (`countsForPlan` false) uses none of the plan's attempts: unless its answer ends
+    /// the schedule, the order stays due when it was, or `plan.personAskInterval` after the question if that
+    /// is later. Returns where the order stands. An attempt made under a lease that ran out (another node has the
+    /// order now) is still recorded; the schedule is left to that node.
+    @discardableResult
+    public func complete(
+        _ claim: RecoveryClaim, attempt: RecoveryAttempt, plan: RecoveryPlan, notBefore: Date? = nil, countsForPlan: Bool = true
+    ) async throws -> RecoveryEntry.Next {
+        let ended: RecoveryStatus? =
+            if let ends = attempt.outcome.endsSchedule { ends }
+            else if countsForPlan, plan.nextAttempt(afterAttempts: attempt.attempt, at: attempt.askedAt) == nil { .unrecoverable }
+            else { nil }
+        // The earliest the next attempt may be: the plan's (or a person's rest), and the provider's word.
+        let rest = countsForPlan
+            ? plan.nextAttempt(afterAttempts: attempt.attempt, at: attempt.askedAt)
+            : attempt.askedAt.addingTimeInterval(plan.personAskInterval.seconds)
+        let floor = rest.map { max($0, notBefore ?? $0) }
+        let status = ended ?? .pending
+        let logger = self.logger
+        let due: Date? = try await client.withConnection(within: Deadline.remaining) { connection in
+            var due: Date?
+            for try await next in try await connection.query("""
+                WITH attempt AS (
+                    INSERT INTO recovery_attempts (order_id, attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, answer, recorded)
+                    VALUES (\(attempt.orderId), \(attempt.attempt), \(attempt.provider), \(attempt.askedBy), \(attempt.askedAt),
+                            \(attempt.durationMilliseconds), \(attempt.outcome.rawValue), \(attempt.said), \(attempt.providerWords),
+                            \(attempt.answer?.canonicalJSON)::jsonb, \(attempt.recorded))
+                )
+                UPDATE recovery_schedule
+                SET attempts = CASE WHEN \(countsForPlan) THEN \(attempt.attempt) ELSE attempts END,
+                    last_attempt_at = \(attempt.askedAt), last_outcome = \(attempt.outcome.rawValue),
+                    last_said = \(attempt.said), status = \(status.rawValue),
+                    next_attempt_at = CASE WHEN \(countsForPlan) THEN coalesce(\(floor), next_attempt_at)
+                                           ELSE greatest(next_attempt_at, \(floor)) END,
+                    ended_at = \(ended == nil ? nil : attempt.askedAt), lease = NULL, leased_until = NULL,
+                    order_version = coalesce((SELECT version FROM orders WHERE order_id = \(claim.orderId)), order_version)
+                WHERE order_id = \(claim.orderId) AND lease = \(claim.lease)
+                RETURNING next_attempt_at
+                """, logger: logger).decode(Date.self) { due = next }
+            return due
+        }
+        if let ended { return .ended(ended) }
+        // The plan's own time when it set it (exactly as computed); a person's question left the stored one.
+        return .due(countsForPlan ? (floor ?? attempt.askedAt) : (due ?? floor ?? attempt.askedAt))
     }
 
     /// Ends an order the schedule need not ask about any more: it moved on by itself (verified, cancelled…).
@@ -203,15 +235,16 @@ public struct RecoverySchedule: Sendable {
         of orderId: String, limit: Int, on connection: PostgresConnection, logger: Logger
     ) async throws -> [RecoveryAttempt] {
         var attempts: [RecoveryAttempt] = []
-        for try await (attempt, provider, askedBy, askedAt, duration, outcome, said, words, recorded)
+        for try await (attempt, provider, askedBy, askedAt, duration, outcome, said, words, answer, recorded)
             in try await connection.query("""
-                SELECT attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, recorded
+                SELECT attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, answer::text, recorded
                 FROM recovery_attempts WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
-                """, logger: logger).decode((Int, String, String, Date, Int, String, String, String?, [String]).self) {
+                """, logger: logger).decode((Int, String, String, Date, Int, String, String, String?, String?, [String]).self) {
             guard let outcome = RecoveryOutcome(rawValue: outcome) else { throw CorruptRow(column: "outcome", value: outcome) }
             attempts.append(RecoveryAttempt(
                 orderId: orderId, attempt: attempt, provider: provider, askedBy: askedBy, askedAt: askedAt,
-                durationMilliseconds: duration, outcome: outcome, said: said, providerWords: words, recorded: recorded))
+                durationMilliseconds: duration, outcome: outcome, said: said, providerWords: words,
+                answer: try answer.map { try JSONValue(parsing: Array($0.utf8)) }, recorded: recorded))
         }
         return attempts
     }

@@ -25,14 +25,18 @@ public struct RecoveryAttempt: Sendable, Hashable {
     public var outcome: RecoveryOutcome
     /// In words: what was asked, what the provider answered, what was recorded.
     public var said: String
-    /// The provider's own answer, verbatim, when it gave one that was not recorded as an event (a "not paid yet").
+    /// The provider's own answer, the first 4 KiB of its body, when it gave one that was not recorded as an event (a
+    /// "not paid yet"): what a person reads.
     public var providerWords: String?
+    /// The answer as it came, for an auditor (`recovery_attempts.answer`): the body verbatim, the headers that sign
+    /// it, and whether its signature was checked on arrival (`verified`).
+    public var answer: JSONValue?
     /// The types of the events recorded on the order.
     public var recorded: [String]
 
     public init(
         orderId: String, attempt: Int, provider: String, askedBy: String, askedAt: Date, durationMilliseconds: Int,
-        outcome: RecoveryOutcome, said: String, providerWords: String?, recorded: [String]
+        outcome: RecoveryOutcome, said: String, providerWords: String?, answer: JSONValue? = nil, recorded: [String]
     ) {
         self.orderId = orderId
         self.attempt = attempt
@@ -43,6 +47,7 @@ public struct RecoveryAttempt: Sendable, Hashable {
         self.outcome = outcome
         self.said = said
         self.providerWords = providerWords
+        self.answer = answer
         self.recorded = recorded
     }
 }
