@@ -50,6 +50,7 @@ let package = Package(
                 .embedInCode("014_recovery.sql"),
                 .embedInCode("015_token_rotation_by_caller.sql"),
                 .embedInCode("016_recorded_not_applied.sql"),
+                .embedInCode("018_sweep_pages.sql"),
             ]
         ),
         .target(
