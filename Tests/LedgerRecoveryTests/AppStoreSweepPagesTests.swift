@@ -61,6 +61,52 @@ struct AppStoreSweepPagesTests {
         }
     }
 
+    /// A page token Apple refuses (4000014: its tokens belong to one request, and need not last) would be refused
+    /// every round: the sweep drops the half-read window and begins a new one from where the last finished window
+    /// ended, reading its pages from the first; nothing recorded before is recorded twice.
+    @Test func aRefusedPageTokenBeginsTheWindowAgain() async throws {
+        let messages = try AppleMessages()
+        let apple = FakeAppStoreServerAPI()
+        let clock = TestClock()
+        let now = clock.now
+        for index in 0..<4 {
+            apple.holdNotification(
+                try messages.notification("ONE_TIME_CHARGE", orderId: "elsewhere-\(index)", transactionId: "200000000000050\(index)"),
+                sentAt: now.addingTimeInterval(-7_200 + Double(index)))
+        }
+        apple.holdNotification(try messages.notification("ONE_TIME_CHARGE", orderId: "as-1", transactionId: "2000000000000599"),
+                               sentAt: now.addingTimeInterval(-3_600))
+        try await TestDatabase.withOwnerAndService { _, service in
+            try await apple.run { base in
+                let database = LedgerDatabase(client: service)
+                try await AppStoreSweepTests.queuedOrder("as-1", on: database)
+                // As a round before left it: a window half read, and a token Apple no longer takes.
+                let (sweptUntil, windowStart) = (now.addingTimeInterval(-86_400), now.addingTimeInterval(-86_700))
+                try await service.withConnection { connection in
+                    try await connection.query("""
+                        INSERT INTO recovery_sweeps (source, swept_until, window_start, window_end, page_token)
+                        VALUES ('app_store:notification_history', \(sweptUntil), \(windowStart), \(now.addingTimeInterval(-60)), 'c3RhbGU=')
+                        """, logger: RecoveryHarness.logger)
+                }
+                let node = Recoverer(
+                    database: database, questions: Self.questions(apple, base: base, messages: messages, environments: [.production]),
+                    clock: clock.read, logger: RecoveryHarness.logger)
+
+                #expect(try await node.sweepIfDue().isEmpty, "the refused page records nothing")
+                #expect(try await Self.sweepRow("app_store:notification_history", on: service) == "\(Timestamp.microseconds(sweptUntil)) -")
+                let report = try #require(try await node.sweepIfDue()[.production], "due at once: swept_until is a day old")
+                #expect(report.complete && report.pages == 3 && report.recorded == 1 && report.unmatched == 4, "\(report)")
+                #expect(try await database.ledger.order("as-1")?.state == .verified)
+                let asked = apple.requests.filter { $0.contains("/notifications/history") }
+                #expect(asked.first == "production 400 /production/inApps/v1/notifications/history?paginationToken=c3RhbGU%3D", "\(asked)")
+                #expect(asked.count == 4)
+                let windows = apple.notificationRequests(in: "production").map { $0["startDate"] }
+                let milliseconds = { (date: Date) in JSONValue.int(Int64((date.timeIntervalSince1970 * 1000).rounded(.down))) }
+                #expect(windows.dropFirst().allSatisfy { $0 == milliseconds(sweptUntil.addingTimeInterval(-300)) }, "\(windows)")
+            }
+        }
+    }
+
     /// A ledger that accepts Sandbox purchases (TestFlight, App Review) has Sandbox orders, lost like any other when
     /// Apple's notification fails: Sandbox's history is swept too, as a row of its own. One that accepts only
     /// Production never asks Sandbox.

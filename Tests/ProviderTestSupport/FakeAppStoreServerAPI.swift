@@ -46,12 +46,15 @@ public final class FakeAppStoreServerAPI: Sendable {
         let failed: Bool
     }
 
-    /// How many items a page of a list holds (Apple: 20).
+    /// How many items a page of a list holds: never more than Apple's 20, fewer by default so that a test with a
+    /// handful of items crosses pages.
     public let pageSize: Int
+    /// Apple's page: "a maximum of 20 notification history records per response" (NotificationHistoryResponse).
+    public static let applePageSize = 20
 
     public init(expected: Expected = Expected(), pageSize: Int = 2) {
         self.expected = expected
-        self.pageSize = pageSize
+        self.pageSize = min(max(pageSize, 1), Self.applePageSize)
     }
 
     /// The `.p8` file of the key the ledger must sign with (PKCS#8 PEM, as Apple hands it out).
