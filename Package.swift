@@ -51,6 +51,8 @@ let package = Package(
                 .embedInCode("015_token_rotation_by_caller.sql"),
                 .embedInCode("016_recorded_not_applied.sql"),
                 .embedInCode("017_recovery_answers.sql"),
+                .embedInCode("018_sweep_pages.sql"),
+                .embedInCode("019_unclaimed_receipt_purchases.sql"),
             ]
         ),
         .target(

@@ -19,5 +19,7 @@ public enum LedgerSchema {
         ("015_token_rotation_by_caller.sql", String(decoding: PackageResources._15_token_rotation_by_caller_sql, as: UTF8.self)),
         ("016_recorded_not_applied.sql", String(decoding: PackageResources._16_recorded_not_applied_sql, as: UTF8.self)),
         ("017_recovery_answers.sql", String(decoding: PackageResources._17_recovery_answers_sql, as: UTF8.self)),
+        ("018_sweep_pages.sql", String(decoding: PackageResources._18_sweep_pages_sql, as: UTF8.self)),
+        ("019_unclaimed_receipt_purchases.sql", String(decoding: PackageResources._19_unclaimed_receipt_purchases_sql, as: UTF8.self)),
     ]
 }

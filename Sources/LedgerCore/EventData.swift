@@ -33,6 +33,7 @@ extension OrderEvent {
             members["submittedBy"] = receipt.submittedBy.map(JSONValue.string)
             members["receiptSha256"] = receipt.receiptSha256.map(JSONValue.string)
             members["signedTransaction"] = receipt.signedTransaction.map(JSONValue.string)
+            if !receipt.otherPurchases.isEmpty { members["otherPurchases"] = .array(receipt.otherPurchases.map(\.json)) }
         case .receiptVerified(let verified):
             members = [
                 "transactionId": .string(verified.transactionId),

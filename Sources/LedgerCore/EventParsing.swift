@@ -58,7 +58,8 @@ extension OrderEvent {
         case .orderCreated: ["accountId", "productId", "quantity", "amount", "provider", "environment", "appAccountToken"]
         case .paymentQueued: ["appAccountToken", "applicationUsername"]
         case .receiptReceived:
-            ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256", "signedTransaction"]
+            ["transactionId", "originalTransactionId", "source", "submittedBy", "receipt", "receiptSha256", "signedTransaction",
+             "otherPurchases"]
         case .receiptVerified:
             ["transactionId", "productId", "quantity", "environment", "purchasedAt", "price", "unconvertedPrice", "appAccountToken"]
         case .verificationFailed: ["code", "retryable", "message"]
@@ -106,7 +107,8 @@ extension ReceiptReceived {
             source: try data.choice("source", ReceiptSource.self) ?? .client,
             submittedBy: try data.id("submittedBy"),
             receiptSha256: try data.receiptSha256(),
-            signedTransaction: try data.text("signedTransaction", length: 1...65_536, printable: true))
+            signedTransaction: try data.text("signedTransaction", length: 1...65_536, printable: true),
+            otherPurchases: try data.receiptPurchases("otherPurchases"))
     }
 }
 

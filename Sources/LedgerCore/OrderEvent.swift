@@ -97,10 +97,14 @@ public struct ReceiptReceived: Sendable, Hashable {
     /// A StoreKit 2 signed transaction (JWS) the ledger verified before recording this receipt, kept verbatim so
     /// `ledger verify --signatures` can verify it again; the `receipt.verified` after it is the ledger's own.
     public var signedTransaction: String?
+    /// The other purchases an older app's receipt listed beside this order's (`ReceiptPurchaseChoice`), as read from
+    /// it: kept for finance, who lists those no order holds (`unclaimed_purchase`). Empty for any other receipt.
+    public var otherPurchases: [ReceiptPurchase]
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, source: ReceiptSource = .client,
-        submittedBy: String? = nil, receiptSha256: String? = nil, signedTransaction: String? = nil
+        submittedBy: String? = nil, receiptSha256: String? = nil, signedTransaction: String? = nil,
+        otherPurchases: [ReceiptPurchase] = []
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -108,6 +112,7 @@ public struct ReceiptReceived: Sendable, Hashable {
         self.submittedBy = submittedBy
         self.receiptSha256 = receiptSha256
         self.signedTransaction = signedTransaction
+        self.otherPurchases = otherPurchases
     }
 }
 

@@ -33,9 +33,7 @@ struct OrderRoutes {
                 actor: context.actor, requestId: context.requestId,
                 correlationId: try Self.tracingId(request, .correlationId),
                 causationId: try Self.tracingId(request, .causationId))
-            let submissions = try await SignedTransactionReceipts.resolve(LegacyReceipts.resolve(posted.submissions), verifier: appStore)
-            let recorded = try await ledger.record(
-                orderId: orderId, events: submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
+            let recorded = try await record(posted, orderId: orderId, metadata: metadata)
             if recorded.append.isReplay {
                 return JSONResponse.make(status: .ok, body: recorded.json, headers: [.idempotentReplay: "true"])
             }
@@ -44,6 +42,24 @@ struct OrderRoutes {
         } catch {
             metrics.refused(APIError(from: error).code)
             throw error
+        }
+    }
+
+    /// Records the posted events, an older app's receipt given the purchase that is this order's
+    /// (`LegacyReceipts`). Two orders sending one receipt at once may choose the same purchase: the append that loses
+    /// is refused `transaction_bound_elsewhere` and nothing of it is written, so the choice is read and made again, a
+    /// few times, before the refusal is answered.
+    func record(_ posted: PostedEvents, orderId: String, metadata: EventMetadata) async throws -> Recorded {
+        var choices = 0
+        while true {
+            let submissions = try await SignedTransactionReceipts.resolve(
+                LegacyReceipts.resolve(posted.submissions, orderId: orderId, ledger: ledger), verifier: appStore)
+            do {
+                return try await ledger.record(
+                    orderId: orderId, events: submissions, expectedVersion: posted.expectedVersion, metadata: metadata)
+            } catch let refusal as Refusal where choices < 3 && LegacyReceipts.mayChooseAgain(after: refusal, posted.submissions) {
+                choices += 1
+            }
         }
     }
 

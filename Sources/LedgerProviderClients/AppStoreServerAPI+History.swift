@@ -7,8 +7,10 @@ import LedgerCore
 /// `send` as Get Transaction Info, so tokens, 401, 429 and 5xx are handled alike.
 extension AppStoreServerAPI {
     /// The most pages one call follows. Apple sends 20 items a page, so 100 pages is 2,000 transactions or
-    /// notifications: more than any one customer or any sweep window should hold. Past it the answer is returned
-    /// with `complete == false` rather than asking on without end (an answer that never says `hasMore: false`).
+    /// notifications: more than any one customer should hold. Past it the answer is returned with `complete == false`
+    /// rather than asking on without end (an answer that never says `hasMore: false`). A sweep of the notification
+    /// history after an outage can hold more: it reads a page at a time (`notificationHistoryPage`), this many in one
+    /// round, and keeps its place for the next.
     public static let maximumPages = 100
 
     /// Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`): every signed transaction of the
@@ -41,34 +43,51 @@ extension AppStoreServerAPI {
 
     /// Get Notification History (`POST /inApps/v1/notifications/history`): the `signedPayload` of every
     /// notification Apple sent, or tried to send, in `[from, to)` — with `onlyFailures`, only those that never
-    /// reached us (Apple is still retrying some of them). Follows `paginationToken` while `hasMore`. Asked of one
+    /// reached us (Apple is still retrying some of them). Follows `paginationToken` while `hasMore`, at most
+    /// `maximumPages` pages (`complete` false past them; `notificationHistoryPage` goes on from any page). Asked of one
     /// environment: Apple keeps 180 days of Production's history and 30 of Sandbox's.
     public func notificationHistory(
         from: Date, to: Date, onlyFailures: Bool = true, environment: AppStoreServerEnvironment = .production
     ) async throws(AppStoreServerAPIError) -> AppStoreNotificationHistory {
-        let url = (environment == .production ? productionURL : sandboxURL) + "/inApps/v1/notifications/history"
-        let request: JSONValue = [
-            "startDate": .int(Self.milliseconds(from)), "endDate": .int(Self.milliseconds(to)), "onlyFailures": .bool(onlyFailures),
-        ]
         var signed: [String] = []
         var token: String?
         for _ in 1...Self.maximumPages {
-            let pageURL = url + (token.map { "?paginationToken=" + Self.queryValue($0) } ?? "")
-            guard case .found(let body) = try await send(.POST, pageURL, json: request) else {
-                throw .malformedAnswer("\(environment.rawValue) answered 4040010 to a notification history request")
-            }
-            let answer = try Self.page(body, items: "notificationHistory", next: "paginationToken", from: environment) { item in
-                guard case .string(let payload)? = item["signedPayload"] else { return nil }
-                return payload
-            }
-            signed += answer.items
-            guard let next = answer.next else {
+            let page = try await notificationHistoryPage(
+                from: from, to: to, onlyFailures: onlyFailures, environment: environment, paginationToken: token)
+            signed += page.signedPayloads
+            guard let next = page.paginationToken else {
                 return AppStoreNotificationHistory(signedPayloads: signed, environment: environment, complete: true)
             }
             token = next
         }
         return AppStoreNotificationHistory(signedPayloads: signed, environment: environment, complete: false)
     }
+
+    /// One page of Get Notification History: the first when `paginationToken` is nil, else the page that token
+    /// (from the answer before, for the very same `from`, `to` and `onlyFailures`: Apple ties it to the request)
+    /// names. A sweep keeps the token between pages, so a window of any number of pages is read once, page after
+    /// page, however many rounds it takes (`AppStoreNotificationSweep`).
+    public func notificationHistoryPage(
+        from: Date, to: Date, onlyFailures: Bool = true, environment: AppStoreServerEnvironment = .production,
+        paginationToken: String?
+    ) async throws(AppStoreServerAPIError) -> AppStoreNotificationHistoryPage {
+        let url = (environment == .production ? productionURL : sandboxURL) + "/inApps/v1/notifications/history"
+            + (paginationToken.map { "?paginationToken=" + Self.queryValue($0) } ?? "")
+        let request: JSONValue = [
+            "startDate": .int(Self.milliseconds(from)), "endDate": .int(Self.milliseconds(to)), "onlyFailures": .bool(onlyFailures),
+        ]
+        guard case .found(let body) = try await send(.POST, url, json: request) else {
+            throw .malformedAnswer("\(environment.rawValue) answered 4040010 to a notification history request")
+        }
+        let answer = try Self.page(body, items: "notificationHistory", next: "paginationToken", from: environment) { item in
+            guard case .string(let payload)? = item["signedPayload"] else { return nil }
+            return payload
+        }
+        return AppStoreNotificationHistoryPage(signedPayloads: answer.items, paginationToken: answer.next)
+    }
+
+    /// The bundle id the key asks about (the token's `bid`): whose notification history is swept.
+    public var bundleId: String { key.bundleId }
 
     /// Look Up Order ID (`GET /inApps/v1/lookup/{orderId}`): the signed transactions of the order id on a
     /// customer's App Store receipt (as a support request quotes it). Production only: Apple has no Sandbox
@@ -158,6 +177,14 @@ public struct AppStoreNotificationHistory: Sendable, Hashable {
     public let environment: AppStoreServerEnvironment
     /// False when `AppStoreServerAPI.maximumPages` pages were read and Apple still had more: ask a narrower window.
     public let complete: Bool
+}
+
+/// One page of the notification history, as Apple signed it.
+public struct AppStoreNotificationHistoryPage: Sendable, Hashable {
+    /// Each notification's `signedPayload` on the page, unverified, in Apple's order.
+    public let signedPayloads: [String]
+    /// The next page's token; nil on the last page (`hasMore` false).
+    public let paginationToken: String?
 }
 
 /// What Look Up Order ID said about an order id.

@@ -25,8 +25,9 @@ public struct Recoverer: Sendable {
     public let plan: RecoveryPlan
     let clock: @Sendable () -> Date
     let logger: Logger
-    /// Apple's notification history, swept every `plan.sweepEvery` when the App Store can be asked.
-    let appStoreSweep: AppStoreNotificationSweep?
+    /// Apple's notification history, swept every `plan.sweepEvery` when the App Store can be asked: one sweep per
+    /// environment the configured app accepts (`AppStoreNotificationSweep.environments`).
+    let appStoreSweeps: [AppStoreNotificationSweep]
     private let configurationSaid = Said()
     /// Until when each provider asked not to be asked again (Apple's 429 `Retry-After`): its lane waits meanwhile.
     private let pauses = ProviderPauses()
@@ -43,9 +44,13 @@ public struct Recoverer: Sendable {
         self.plan = plan
         self.clock = clock
         self.logger = logger
-        self.appStoreSweep = questions.appStore.map { appStore in
-            AppStoreNotificationSweep(api: appStore.api, verifier: appStore.verifier, database: database, logger: logger)
-        }
+        self.appStoreSweeps = questions.appStore.map { appStore in
+            AppStoreNotificationSweep.environments(for: appStore.api, verifier: appStore.verifier).map { environment in
+                AppStoreNotificationSweep(
+                    api: appStore.api, verifier: appStore.verifier, database: database, clock: clock, logger: logger,
+                    environment: environment)
+            }
+        } ?? []
     }
 
     /// Who the schedule's attempts are recorded as asked by: this process.
@@ -92,28 +97,70 @@ public struct Recoverer: Sendable {
         return reports
     }
 
-    /// Sweeps Apple's notification history from where the last sweep (of any node) ended, when due. A sweep that
-    /// fails is logged and tried again on the next round; what it recorded stays recorded.
+    /// Sweeps Apple's notification history of each environment swept, from where the last sweep (of any node) ended
+    /// or stopped, when due; returns what each sweep that ran came to. A sweep that fails is logged and tried again on
+    /// the next round, from the last page it recorded; what it recorded stays recorded.
     @discardableResult
-    public func sweepIfDue() async throws -> SweepReport? {
-        guard let appStoreSweep else { return nil }
+    public func sweepIfDue() async throws -> [AppStoreServerEnvironment: SweepReport] {
+        var reports: [AppStoreServerEnvironment: SweepReport] = [:]
+        for sweep in appStoreSweeps {
+            if let report = try await sweepIfDue(sweep) { reports[sweep.environment] = report }
+        }
+        return reports
+    }
+
+    /// One environment's sweep: a window begun earlier goes on from its next page (its token kept in the database
+    /// after every page), else a new window from a little before where the last one ended, up to now.
+    private func sweepIfDue(_ sweep: AppStoreNotificationSweep) async throws -> SweepReport? {
         let now = clock()
+        // Apple said when it may be asked again (a 429's `Retry-After`): not before then, by any question.
         if let until = pauses.until(.appStore), now < until { return nil }
-        guard let claim = try await database.recovery.claimSweep(Self.appStoreSweepSource, now: now, plan: plan) else { return nil }
-        let from = claim.sweptUntil.addingTimeInterval(-RecoveryPlan.sweepOverlap.seconds)
+        let source = Self.appStoreSweepSource(sweep.environment)
+        guard let claim = try await database.recovery.claimSweep(source, now: now, plan: plan) else { return nil }
+        let window: RecoverySweepClaim.Place
+        if let place = claim.place, sweep.stillKept(place) {
+            window = place
+        } else if let fresh = sweep.window(from: claim.sweptUntil.addingTimeInterval(-RecoveryPlan.sweepOverlap.seconds), to: now) {
+            window = fresh
+        } else {
+            try await database.recovery.completeSweep(claim, until: now)
+            return SweepReport()
+        }
         do {
-            let report = try await appStoreSweep.sweep(from: from, to: now)
-            try await database.recovery.completeSweep(claim, until: report.complete ? now : claim.sweptUntil)
-            if report.recorded > 0 || report.unverified > 0 {
-                logger.info("recovery: Apple's notification history swept: \(report.recorded) recorded, \(report.duplicate) already recorded, \(report.unmatched) matching no order, \(report.unverified) not verified")
+            let report = try await sweep.sweep(window) { next in
+                // The window's last page read: nothing to keep, the sweep completes below.
+                guard let next else { return true }
+                return try await self.database.recovery.keepSweepPlace(claim, next)
+            }
+            if report.complete {
+                try await database.recovery.completeSweep(claim, until: window.windowEnd)
+            } else {
+                try await database.recovery.releaseSweep(claim)
+            }
+            if report.recorded > 0 || report.unverified > 0 || !report.complete {
+                logger.info("recovery: Apple's \(sweep.environment.rawValue) notification history swept (\(report.pages) page(s)\(report.complete ? "" : ", more next round")): \(report.recorded) recorded, \(report.duplicate) already recorded, \(report.unmatched) matching no order, \(report.unverified) not verified")
             }
             return report
         } catch {
             if case .rateLimited(let until)? = error as? AppStoreServerAPIError { pauses.pause(.appStore, until: until) }
-            try await database.recovery.completeSweep(claim, until: claim.sweptUntil)
-            logger.error("recovery: sweeping Apple's notification history failed, tried again next round: \(error)")
+            // A token Apple refuses (4000014: it ties tokens to their request, and they may expire) would be refused
+            // every round: the window is begun again from its first page (its notifications are recorded once).
+            let refusedToken = window.nextPageToken != nil && Self.isRefusedPaginationToken(error)
+            try await database.recovery.releaseSweep(claim, forgettingPlace: refusedToken)
+            logger.error("recovery: sweeping Apple's \(sweep.environment.rawValue) notification history failed, tried again next round\(refusedToken ? " from the window's first page" : " from the last page recorded"): \(error)")
             return nil
         }
+    }
+
+    /// Apple's 4000014, "the pagination token is invalid" (a 400).
+    static func isRefusedPaginationToken(_ error: any Error) -> Bool {
+        guard case .unexpected(400, let body)? = error as? AppStoreServerAPIError else { return false }
+        return body.contains("4000014")
+    }
+
+    /// The row of `recovery_sweeps` that keeps each environment's sweep (Production's kept its name of before).
+    static func appStoreSweepSource(_ environment: AppStoreServerEnvironment) -> String {
+        environment == .production ? appStoreSweepSource : appStoreSweepSource + ":sandbox"
     }
 
     static let appStoreSweepSource = "app_store:notification_history"

@@ -16,10 +16,10 @@ extension API {
     }
 
     func createOrder(_ orderId: String, provider: Provider = .appStore, amount: Money = Money(value: 499, currency: "USD"),
-                     queued: Bool = true) async throws {
+                     productId: String = "gems.100", queued: Bool = true) async throws {
         var events: [JSONValue] = [[
             "eventId": .string(UUID().uuidString), "type": "order.created",
-            "data": ["accountId": "acct-1", "productId": "gems.100", "amount": ["value": .int(amount.value), "currency": .string(amount.currency)],
+            "data": ["accountId": "acct-1", "productId": .string(productId), "amount": ["value": .int(amount.value), "currency": .string(amount.currency)],
                      "provider": .string(provider.rawValue)],
         ]]
         if queued { events.append(["eventId": .string(UUID().uuidString), "type": "payment.queued", "data": [:]]) }

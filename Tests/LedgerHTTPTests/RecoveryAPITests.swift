@@ -80,7 +80,8 @@ struct RecoveryAPITests {
     }
 
     /// An older app's `receipt.received` carries the base64 receipt and no transaction id: the ledger reads the id
-    /// from the receipt. A receipt naming several purchases, or none, is refused saying so, and changes nothing.
+    /// from the receipt. A receipt naming no purchase, or none of the order's product, is refused saying so, and
+    /// changes nothing (several purchases: `LegacyReceiptAPITests`).
     @Test func aLegacyReceiptNamesTheTransactionToAskAbout() async throws {
         try await API.run { api in
             try await api.createOrder("order-1")
@@ -93,18 +94,22 @@ struct RecoveryAPITests {
             let none = try await post(try receipt([]))
             #expect(none.status == .badRequest && none.json["error"]?["details"]?["field"] == "data.receipt", "\(none.bodyText)")
             #expect(none.bodyText.contains("in_app is empty") && none.bodyText.contains("says nothing about whether the order was paid"))
-            let two = try await post(try receipt([ReceiptTestKit.first, ReceiptTestKit.second]))
-            #expect(two.status == .badRequest && two.bodyText.contains("1000000000000001, 1000000000000002"), "\(two.bodyText)")
+            let otherProducts = try await post(try receipt([ReceiptTestKit.first, ReceiptTestKit.second]))
+            #expect(otherProducts.status == .conflict && otherProducts.errorCode == "product_mismatch", "\(otherProducts.bodyText)")
+            #expect(otherProducts.bodyText.contains("1000000000000001") && otherProducts.bodyText.contains("1000000000000002"))
             let garbage = try await post("bm90IGEgcmVjZWlwdA==")
             #expect(garbage.status == .badRequest && garbage.json["error"]?["details"]?["field"] == "data.receipt", "\(garbage.bodyText)")
             #expect(try await api.ledger.order("order-1")?.state == .paymentQueued)
 
-            let one = try await post(try receipt([ReceiptTestKit.second]))
+            var purchase = ReceiptTestKit.second
+            purchase.productId = "gems.100"
+            let one = try await post(try receipt([purchase]))
             #expect(one.status == .created, "\(one.bodyText)")
             let order = try #require(try await api.ledger.order("order-1"))
             #expect(order.state == .receiptReceived && order.transactionId == "1000000000000002")
             let received = try #require(try await api.ledger.history("order-1")?.entries.last?.event)
             #expect(received.data["originalTransactionId"] == "1000000000000000" && received.data["receiptSha256"] != nil)
+            #expect(received.data["otherPurchases"] == nil)
         }
     }
 }

@@ -44,7 +44,7 @@ struct AppStoreSweepTests {
                     logger: logs.logger)
 
                 var expected = SweepReport()
-                (expected.recorded, expected.unmatched, expected.unverified) = (1, 1, 1)
+                (expected.recorded, expected.unmatched, expected.unverified, expected.pages) = (1, 1, 1, 2)
                 #expect(try await sweep.sweep(from: now.addingTimeInterval(-3_600), to: now) == expected)
 
                 #expect(try await database.ledger.order("as-1")?.state == .verified)
@@ -96,17 +96,17 @@ struct AppStoreSweepTests {
                 // Two nodes at once: one sweeps, the other finds the sweep taken.
                 async let first = nodes[0].sweepIfDue()
                 async let second = nodes[1].sweepIfDue()
-                let reports = try await [first, second].compactMap { $0 }
+                let reports = try await [first, second].flatMap { $0.filter { $0.key == .production }.values }
                 #expect(reports.map(\.recorded) == [1], "\(reports)")
                 #expect(try await database.ledger.order("as-1")?.state == .verified)
 
                 clock.advance(.seconds(599))
                 _ = try await nodes[0].runRound()
-                #expect(apple.notificationRequests.count == 1, "not due yet")
+                #expect(apple.notificationRequests(in: "production").count == 1, "not due yet")
                 clock.advance(.seconds(1))
                 _ = try await nodes[1].runRound()
-                #expect(apple.notificationRequests.count == 2)
-                let windows = apple.notificationRequests.map { ($0["startDate"], $0["endDate"]) }
+                #expect(apple.notificationRequests(in: "production").count == 2)
+                let windows = apple.notificationRequests(in: "production").map { ($0["startDate"], $0["endDate"]) }
                 let milliseconds = { (date: Date) in JSONValue.int(Int64(date.timeIntervalSince1970 * 1000)) }
                 #expect(windows.first?.0 == milliseconds(start.addingTimeInterval(-4 * 86_400 - 300)))
                 #expect(windows.last?.0 == milliseconds(start.addingTimeInterval(-300)) && windows.last?.1 == milliseconds(clock.now))

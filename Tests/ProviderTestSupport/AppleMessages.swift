@@ -44,14 +44,15 @@ public struct AppleMessages: Sendable {
 
     public func notification(
         _ type: String, orderId: String, uuid: String = UUID().uuidString.lowercased(), transactionId: String = "2000000000000001",
-        price: Int64 = 4990, bundleId: String = ProviderTestKit.bundleId, signedDate: Date = Date(),
-        by signer: ProviderTestKit.CA? = nil
+        price: Int64 = 4990, bundleId: String = ProviderTestKit.bundleId, environment: String = "Production",
+        signedDate: Date = Date(), by signer: ProviderTestKit.CA? = nil
     ) throws -> String {
-        let signed = try transaction(orderId: orderId, transactionId: transactionId, price: price, signedDate: signedDate, by: signer)
+        let signed = try transaction(
+            orderId: orderId, transactionId: transactionId, price: price, environment: environment, signedDate: signedDate, by: signer)
         return try ProviderTestKit.jws(payload: [
             "notificationType": type, "notificationUUID": uuid, "version": "2.0",
             "signedDate": Self.milliseconds(signedDate),
-            "data": ["bundleId": bundleId, "appAppleId": ProviderTestKit.appAppleId, "environment": "Production",
+            "data": ["bundleId": bundleId, "appAppleId": ProviderTestKit.appAppleId, "environment": environment,
                      "signedTransactionInfo": signed],
         ], ca: signer ?? ca)
     }

@@ -33,7 +33,7 @@ public final class FakeAppStoreServerAPI: Sendable {
         var histories: [String: [String: [String]]] = ["production": [:], "sandbox": [:]]
         var notifications: [String: [HeldNotification]] = ["production": [], "sandbox": []]
         var orders: [String: [String]] = [:]
-        var notificationRequests: [JSONValue] = []
+        var notificationRequests: [(environment: String, body: JSONValue)] = []
         var rateLimited = 0
         var retryAfterSeconds: Double = 2
         var unavailable = 0
@@ -48,12 +48,15 @@ public final class FakeAppStoreServerAPI: Sendable {
         let failed: Bool
     }
 
-    /// How many items a page of a list holds (Apple: 20).
+    /// How many items a page of a list holds: never more than Apple's 20, fewer by default so that a test with a
+    /// handful of items crosses pages.
     public let pageSize: Int
+    /// Apple's page: "a maximum of 20 notification history records per response" (NotificationHistoryResponse).
+    public static let applePageSize = 20
 
     public init(expected: Expected = Expected(), pageSize: Int = 2) {
         self.expected = expected
-        self.pageSize = pageSize
+        self.pageSize = min(max(pageSize, 1), Self.applePageSize)
     }
 
     /// The `.p8` file of the key the ledger must sign with (PKCS#8 PEM, as Apple hands it out).
@@ -80,7 +83,11 @@ public final class FakeAppStoreServerAPI: Sendable {
     }
 
     /// The JSON bodies of the Get Notification History requests, in order.
-    public var notificationRequests: [JSONValue] { state.withLock { $0.notificationRequests } }
+    public var notificationRequests: [JSONValue] { state.withLock { $0.notificationRequests.map(\.body) } }
+    /// The JSON bodies of the Get Notification History requests to `environment` (`production`, `sandbox`), in order.
+    public func notificationRequests(in environment: String) -> [JSONValue] {
+        state.withLock { $0.notificationRequests.filter { $0.environment == environment }.map(\.body) }
+    }
 
     /// The next `count` requests are answered 429 with `Retry-After` as Apple sends it: the UNIX time in milliseconds
     /// when it may be asked again, `seconds` from the moment of each answer.
@@ -121,7 +128,7 @@ public final class FakeAppStoreServerAPI: Sendable {
             let response = gate(request.headers[.authorization]) ?? notificationHistory(
                 environment: environment, body: body, contentType: request.headers[.contentType],
                 token: request.uri.queryParameters.get("paginationToken"))
-            state.withLock { $0.notificationRequests.append(body ?? .null) }
+            state.withLock { $0.notificationRequests.append((environment, body ?? .null)) }
             record(environment, response, request)
             return response
         }
@@ -208,7 +215,8 @@ public final class FakeAppStoreServerAPI: Sendable {
             return bad(4_000_012, "The start date is earlier than the allowed start date.")
         }
         let onlyFailures = body["onlyFailures"] == .bool(true)
-        let window = "notifications:\(start):\(end):\(onlyFailures):"
+        // Tied to the request it was given for, environment included: a token of another window is refused.
+        let window = "notifications:\(environment):\(start):\(end):\(onlyFailures):"
         var offset = 0
         if let token {
             guard let decoded = Self.offset(token, prefix: window) else { return bad(4_000_014, "The pagination token is invalid.") }

@@ -35,6 +35,9 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     /// answer could not be applied: the last outcome says which. Listed once it ends, whatever `olderThan` says:
     /// the schedule's times are its own clock's.
     case unrecoverable
+    /// A purchase an older app's receipt listed beside the one its order was given, that no order holds: paid, per
+    /// the receipt (not verified: ask Apple), and credited to nobody (schema/019). Listed until an order takes it.
+    case unclaimedPurchase = "unclaimed_purchase"
 
     /// A time in a detail's text written as every other time the ledger prints (RFC 3339, UTC, microseconds), not in
     /// PostgreSQL's own `2026-11-25 04:19:42.344671+00`.
@@ -49,7 +52,8 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         case .notFinished: .seconds(3600)
         case .stuckPayment: .seconds(86_400)
         case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant, .refundedAtProvider,
-             .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage, .unrecoverable: .zero
+             .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage, .unrecoverable,
+             .unclaimedPurchase: .zero
         }
     }
 
@@ -133,6 +137,18 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                        r.order_id
                 FROM recovery_schedule r JOIN orders o USING (order_id)
                 WHERE r.status = 'unrecoverable' AND make_interval(secs => $1) IS NOT NULL
+                """
+        case .unclaimedPurchase:
+            return """
+                SELECT p.order_id, coalesce(o.account_id, ''), 'unclaimed', p.recorded_at,
+                       'app_store transaction ' || p.transaction_id || ' of ' || p.product_id
+                           || coalesce(', bought ' || \(Self.rfc3339("p.purchased_at")), '')
+                           || ', listed in the receipt sent for order ' || p.order_id
+                           || ', belongs to no order (read from the receipt, not verified: ask Apple)',
+                       p.transaction_id
+                FROM receipt_purchases p LEFT JOIN orders o USING (order_id)
+                WHERE NOT EXISTS (SELECT 1 FROM order_transactions t WHERE t.transaction_id = p.transaction_id)
+                  AND p.recorded_at < now() - make_interval(secs => $1)
                 """
         case .refusedProviderMessage:
             return """

@@ -165,8 +165,9 @@ public struct RecoverySchedule: Sendable {
 
     // MARK: Sweeps
 
-    /// Takes the sweep of `source` for this node when it is due (`plan.sweepEvery` after the last one ended) and no
-    /// other node holds it; returns where the last sweep ended (the first starts `plan.firstSweepReach` back), or nil.
+    /// Takes the sweep of `source` for this node when it is due (`plan.sweepEvery` after the last one ended, or at
+    /// once while a window is only partly read) and no other node holds it; returns where the last sweep ended (the
+    /// first starts `plan.firstSweepReach` back) and the window being read with its next page's token, or nil.
     public func claimSweep(_ source: String, now: Date, plan: RecoveryPlan) async throws -> RecoverySweepClaim? {
         let lease = UUID()
         let first = now.addingTimeInterval(-plan.firstSweepReach.seconds)
@@ -178,23 +179,53 @@ public struct RecoverySchedule: Sendable {
                 "INSERT INTO recovery_sweeps (source, swept_until) VALUES (\(source), \(first)) ON CONFLICT (source) DO NOTHING",
                 logger: logger)
             var claim: RecoverySweepClaim?
-            for try await sweptUntil in try await connection.query("""
+            for try await (sweptUntil, windowStart, windowEnd, pageToken) in try await connection.query("""
                 UPDATE recovery_sweeps SET lease = \(lease), leased_until = \(until)
-                WHERE source = \(source) AND swept_until <= \(dueBefore)
+                WHERE source = \(source) AND (swept_until <= \(dueBefore) OR window_start IS NOT NULL)
                   AND (leased_until IS NULL OR leased_until <= \(now))
-                RETURNING swept_until
-                """, logger: logger).decode(Date.self) {
-                claim = RecoverySweepClaim(source: source, sweptUntil: sweptUntil, lease: lease)
+                RETURNING swept_until, window_start, window_end, page_token
+                """, logger: logger).decode((Date, Date?, Date?, String?).self) {
+                var place: RecoverySweepClaim.Place?
+                if let windowStart, let windowEnd {
+                    place = .init(windowStart: windowStart, windowEnd: windowEnd, nextPageToken: pageToken)
+                }
+                claim = RecoverySweepClaim(source: source, sweptUntil: sweptUntil, lease: lease, place: place)
             }
             return claim
         }
     }
 
-    /// Gives the sweep back, swept up to `until` (the claim's own `sweptUntil` when it failed: the next round tries
-    /// again from there).
+    /// Keeps the sweep's place after a page was recorded: the window it is reading and the token of the next page.
+    /// Returns false when the lease was lost (run out, and another node took the sweep): the sweep stops there.
+    public func keepSweepPlace(_ claim: RecoverySweepClaim, _ place: RecoverySweepClaim.Place) async throws -> Bool {
+        try await count("""
+            UPDATE recovery_sweeps SET window_start = \(place.windowStart), window_end = \(place.windowEnd),
+                page_token = \(place.nextPageToken)
+            WHERE source = \(claim.source) AND lease = \(claim.lease)
+            RETURNING 1
+            """) == 1
+    }
+
+    /// Gives the sweep back, swept up to `until` (the end of the window whose last page was read): the window and
+    /// its token are forgotten, and the next sweep is due `plan.sweepEvery` later.
     public func completeSweep(_ claim: RecoverySweepClaim, until: Date) async throws {
         _ = try await count("""
-            UPDATE recovery_sweeps SET swept_until = \(until), lease = NULL, leased_until = NULL
+            UPDATE recovery_sweeps SET swept_until = \(until), lease = NULL, leased_until = NULL,
+                window_start = NULL, window_end = NULL, page_token = NULL
+            WHERE source = \(claim.source) AND lease = \(claim.lease)
+            RETURNING 1
+            """)
+    }
+
+    /// Gives the sweep back before its window was read to the end (a round's pages were read, or asking failed):
+    /// its place stays, and the next round goes on from it. With `forgettingPlace`, the window is dropped instead
+    /// (Apple refused its token): the next round starts a new window from `swept_until`.
+    public func releaseSweep(_ claim: RecoverySweepClaim, forgettingPlace: Bool = false) async throws {
+        _ = try await count("""
+            UPDATE recovery_sweeps SET lease = NULL, leased_until = NULL,
+                window_start = CASE WHEN \(forgettingPlace) THEN NULL ELSE window_start END,
+                window_end = CASE WHEN \(forgettingPlace) THEN NULL ELSE window_end END,
+                page_token = CASE WHEN \(forgettingPlace) THEN NULL ELSE page_token END
             WHERE source = \(claim.source) AND lease = \(claim.lease)
             RETURNING 1
             """)

@@ -72,9 +72,33 @@ public struct RecoveryEntry: Sendable, Hashable {
     public var attempts: [RecoveryAttempt]
 }
 
-/// A provider's history of undelivered notifications, held by this node to sweep from `sweptUntil`.
+/// A provider's history of undelivered notifications, held by this node to sweep from `sweptUntil`, or to go on
+/// reading the window at `place`.
 public struct RecoverySweepClaim: Sendable, Hashable {
     public var source: String
     public var sweptUntil: Date
     public var lease: UUID
+    /// The window a sweep began and did not read to its end (nil: none); the next sweep goes on from it.
+    public var place: Place?
+
+    /// Where a sweep stopped inside its window: the window exactly as it was asked (a provider ties its page tokens
+    /// to the request) and the token of the next page to read (nil: from the window's first page).
+    public struct Place: Sendable, Hashable {
+        public var windowStart: Date
+        public var windowEnd: Date
+        public var nextPageToken: String?
+
+        public init(windowStart: Date, windowEnd: Date, nextPageToken: String?) {
+            self.windowStart = windowStart
+            self.windowEnd = windowEnd
+            self.nextPageToken = nextPageToken
+        }
+    }
+
+    public init(source: String, sweptUntil: Date, lease: UUID, place: Place? = nil) {
+        self.source = source
+        self.sweptUntil = sweptUntil
+        self.lease = lease
+        self.place = place
+    }
 }
