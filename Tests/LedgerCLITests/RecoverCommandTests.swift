@@ -264,6 +264,11 @@ struct RecoverCommandTests {
                 let otherKey = try configuration(base, merchantKeyPEM: try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation)
                 let refused = try await recover("wx-2", otherKey)
                 #expect(refused.status == 78 && refused.stderr.contains("SIGN_ERROR"), "\(refused.stdout)\(refused.stderr)")
+
+                // Every answer is kept; the signed ones are checked again: wx-1's payment (on the order) and the two
+                // "not yet"s (on their attempts). The unsigned refusal is kept too, and not counted as signed.
+                let audit = try await LedgerBinary.run(["verify", "--signatures", "--providers-config", providers], databaseURL: url)
+                #expect(audit.status == 0 && audit.stdout.contains("signatures: ok, 3 WeChat Pay messages verified"), "\(audit.stdout)")
             }
             #expect(wechat.requests == ["200 wx-1", "200 wx-2", "404 wx-3", "401 wx-2"])
             let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
