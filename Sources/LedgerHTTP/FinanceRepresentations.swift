@@ -70,7 +70,7 @@ extension Anomaly {
         .object([
             "kind": .string(kind.rawValue), "orderId": .string(orderId), "accountId": .string(accountId),
             "state": .string(state), "since": .time(since), "ageSeconds": .int(Int64(max(0, now.timeIntervalSince(since)))),
-            "detail": .string(detail),
+            "detail": .string(detail), "amount": amount.map(JSONValue.money) ?? .null,
         ])
     }
 }

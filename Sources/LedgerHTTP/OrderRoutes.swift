@@ -105,7 +105,7 @@ struct OrderRoutes {
                 guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
                     throw APIError.notFound("order \(orderId) is not in the ledger")
                 }
-                return (page, ByteBuffer(bytes: page.json.canonicalBytes))
+                return (page, await BigPageReads.render({ page.json }, limit: Int(limit)))
             }
             guard let version = page.streamVersion else { return JSONResponse.make(status: .ok, bytes: body) }
             histories.keep(key, RenderedHistories.Page(version: version, body: body))

@@ -48,10 +48,10 @@ struct ReadRoutes {
             try await BigPageReads.shared.read(limit: limit) {
                 let events = try await ledger.feed(after: after, limit: limit)
                 let next = events.last?.position ?? after
-                return JSONResponse.make(status: .ok, body: .object([
-                    "events": .array(events.map(\.feedJSON)),
-                    "next": next.map(JSONValue.int) ?? .null,
-                ]))
+                let body = await BigPageReads.render({
+                    .object(["events": .array(events.map(\.feedJSON)), "next": next.map(JSONValue.int) ?? .null])
+                }, limit: limit)
+                return JSONResponse.make(status: .ok, bytes: body)
             }
         }
     }

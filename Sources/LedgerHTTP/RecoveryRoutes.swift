@@ -67,6 +67,8 @@ struct RecoveryRoutes {
             return JSONResponse.make(status: .ok, body: attempt.json(next: next))
         case .busy:
             throw APIError(.conflict, "recovery_in_progress", "another node is asking about order \(orderId) now; its answer will be on the order")
+        case .cannotAsk(_, let said):
+            throw APIError(.notImplemented, "not_configured", said)
         case .tooSoon(_, let wait):
             throw Self.tooSoon("order \(orderId) was asked about moments ago, or its provider was asked too often", wait: wait)
         case .unknownOrder, .settled, .dryRun:

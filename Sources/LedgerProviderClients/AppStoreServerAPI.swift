@@ -24,17 +24,19 @@ public struct AppStoreServerAPI: Sendable {
     /// How a `Retry-After` is waited for (injected by tests, which record it instead).
     let sleep: @Sendable (Duration) async throws -> Void
     let now: @Sendable () -> Date
+    /// How long one exchange, head and body, may take (`ProviderHTTP.fetch`): `defaultTimeout` unless a test says.
+    let timeout: Duration
 
     static let maximumAttempts = 3
     /// The longest a 429's `Retry-After` is waited for within one attempt; past it the attempt ends (`rateLimited`).
     static let maximumWait: Duration = .seconds(5)
     static let maximumAnswer = 1 << 20
     /// For a whole exchange, head and body (`ProviderHTTP.fetch`).
-    static let timeout: Duration = .seconds(30)
+    public static let defaultTimeout: Duration = .seconds(30)
 
     public init(
         key: AppStoreServerAPIKey, productionURL: String = Self.productionURL, sandboxURL: String = Self.sandboxURL,
-        http: HTTPClient = ProviderHTTP.client, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        timeout: Duration = Self.defaultTimeout, http: HTTPClient = ProviderHTTP.client, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.key = key
@@ -43,6 +45,7 @@ public struct AppStoreServerAPI: Sendable {
         self.http = http
         self.sleep = sleep
         self.now = now
+        self.timeout = timeout
     }
 
     /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`): the transaction as Apple signed it
@@ -92,7 +95,7 @@ public struct AppStoreServerAPI: Sendable {
             }
             let answer: ProviderHTTP.Answer
             do {
-                answer = try await ProviderHTTP.fetch(request, on: http, within: Self.timeout, maximumAnswer: Self.maximumAnswer)
+                answer = try await ProviderHTTP.fetch(request, on: http, within: timeout, maximumAnswer: Self.maximumAnswer)
             } catch {
                 throw .unavailable("no answer from \(url): \(error)")
             }

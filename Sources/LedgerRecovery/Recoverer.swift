@@ -183,6 +183,11 @@ public struct Recoverer: Sendable {
     /// `RecoveryPlan.personAsksPerSecond` people's questions in the last second.
     public func askNow(orderId: String, askedBy: String, dryRun: Bool = false) async throws -> RecoveryReport {
         guard let order = try await database.ledger.order(orderId) else { return .unknownOrder(orderId: orderId) }
+        // Its provider is not configured for asking here: said, and the order is not entered on the schedule, whose
+        // page would say "asked again at …" of a question nobody will ask.
+        if !providers.contains(order.provider), case .nothing(.configuration, let said, _, _) = await questions.ask(about: order, now: Date()) {
+            return .cannotAsk(orderId: orderId, said: said)
+        }
         if dryRun {
             let now = clock()
             if let retryAt = personAsks.take(order.provider, now: now) { return .tooSoon(orderId: orderId, wait: .until(retryAt, from: now)) }
@@ -342,12 +347,14 @@ public enum RecoveryReport: Sendable, Hashable {
     /// Not asked: a person asked about this order, or this node's people asked its provider, too recently; ask again
     /// after `wait`.
     case tooSoon(orderId: String, wait: Duration)
+    /// Not asked, and not entered on the schedule: the order's provider is not configured for asking here, in words.
+    case cannotAsk(orderId: String, said: String)
 
     public var orderId: String {
         switch self {
         case .asked(let attempt, _): attempt.orderId
         case .settled(let orderId), .busy(let orderId), .unknownOrder(let orderId), .dryRun(let orderId, _, _),
-             .tooSoon(let orderId, _): orderId
+             .tooSoon(let orderId, _), .cannotAsk(let orderId, _): orderId
         }
     }
 
@@ -356,6 +363,7 @@ public enum RecoveryReport: Sendable, Hashable {
         switch self {
         case .asked(let attempt, _): attempt.outcome
         case .dryRun(_, let outcome, _): outcome
+        case .cannotAsk: .configuration
         case .settled, .busy, .unknownOrder, .tooSoon: nil
         }
     }

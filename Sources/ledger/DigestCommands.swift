@@ -8,10 +8,12 @@ struct SealCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seal", abstract: "Checkpoint the ledger digest now (serve also does this in the background).")
 
+    @Flag(help: "Print the checkpoint as GET /v1/ledger/digest does (null when there is nothing to seal).") var json = false
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
         let checkpoint = try await database.withLedger { opened in try await opened.operations.sealNow() }
+        if json { return try StandardOutput.line(checkpoint.map(\.json.canonicalJSON) ?? "null") }
         try StandardOutput.line(checkpoint.map(\.pinned) ?? "the ledger has no events to seal")
     }
 }

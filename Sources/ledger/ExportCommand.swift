@@ -24,7 +24,7 @@ struct ExportCommand: AsyncParsableCommand {
             }
         }
         let export = EventExport(format: format, from: try bound("from", from), to: try bound("to", to), orderId: orderId)
-        try await database.withLedger { opened in
+        _ = try await database.withLedger { opened in
             try await opened.operations.export(export) { line in try StandardOutput.line(line) }
         }
     }

@@ -37,6 +37,8 @@ func names<Value: RawRepresentable<String> & CaseIterable & Hashable>(_ text: St
 func periodBounds(_ from: String, _ to: String) throws -> (PeriodBound, PeriodBound) {
     guard let start = PeriodBound(from) else { throw ValidationError("--from must be \(PeriodBound.grammar)") }
     guard let end = PeriodBound(to) else { throw ValidationError("--to must be \(PeriodBound.grammar)") }
+    // A usage error like any other option's (exit 64), said before the database is opened.
+    guard !PeriodBound.isEmpty(from: start, to: end) else { throw ValidationError("--from must not be after --to") }
     return (start, end)
 }
 
@@ -112,7 +114,7 @@ enum RevenueTable {
                               refunded: ofCurrency.reduce(0) { $0 + $1.refundedCount }, refundedAmount: refunded))
         }
         return Table(shown.map { $0.rawValue.uppercased() } + ["CURRENCY", "GRANTED", "GRANTED AMOUNT", "REFUNDED", "REFUNDED AMOUNT", "NET"],
-                     lines)
+                     lines, numeric: Set((shown.count + 1)..<(shown.count + 6)))
     }
 }
 
@@ -171,6 +173,17 @@ final class RowPrinter: Sendable {
     private let started = Mutex(false)
 
     static let tableHeader = ["LINE", "RESULT", "TRANSACTION", "ORDER", "LEDGER", "PROVIDER", "PROBLEM"]
+    /// The table streams, so its columns cannot be measured first: each has a width that holds its usual values
+    /// (a cell wider than that pushes the rest of its line along, never another line's). Tabs had let every line's
+    /// columns drift.
+    static let tableWidths = [7, 19, 28, 24, 34, 30]
+
+    /// A line of the table: each cell but the last padded to its column's width.
+    static func tableLine(_ cells: [String]) -> String {
+        cells.enumerated().map { column, cell in
+            column < tableWidths.count ? cell.padding(toLength: max(cell.count, tableWidths[column]), withPad: " ", startingAt: 0) : cell
+        }.joined(separator: "  ")
+    }
 
     init(output: FinanceOutput, all: Bool) {
         self.output = output
@@ -195,7 +208,7 @@ final class RowPrinter: Sendable {
         } ?? ""
         let cells = [row.line.map(String.init) ?? "", row.result.rawValue, row.transactionId ?? "", row.ledger?.orderId ?? "",
                      ledger, provider, row.problem ?? ""]
-        try StandardOutput.line(cells.joined(separator: "\t"))
+        try StandardOutput.line(Self.tableLine(cells))
     }
 
     /// What comes before the first row (the CSV header, the JSON document's opening, the table's header line), once;
@@ -211,7 +224,7 @@ final class RowPrinter: Sendable {
         } else if output.csv {
             try StandardOutput.line(CSVWriter.record(ReconciliationRow.csvHeader))
         } else {
-            try StandardOutput.line(Self.tableHeader.joined(separator: "\t"))
+            try StandardOutput.line(Self.tableLine(Self.tableHeader))
         }
         return true
     }
@@ -226,7 +239,7 @@ final class RowPrinter: Sendable {
             [result.rawValue, String(summary.counts[result] ?? 0),
              (summary.amounts[result] ?? [:]).sorted { $0.key < $1.key }.map { Money(value: $0.value, currency: $0.key).formatted }.joined(separator: "; ")]
         }
-        try? FileHandle.standardError.write(contentsOf: Data((Table(["RESULT", "COUNT", "AMOUNTS"], rows).rendered + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((Table(["RESULT", "COUNT", "AMOUNTS"], rows, numeric: [1]).rendered + "\n").utf8))
     }
 }
 
@@ -267,14 +280,22 @@ struct AnomaliesCommand: AsyncParsableCommand {
         try await database.withLedger { opened in
             let now = Date()
             let listing = try PagedListing(
-                header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE", "DETAIL"],
-                format: output.json ? .json : output.csv ? .csv : .table, jsonPrefix: "{\"anomalies\":[")
+                // Money as people read it in the table; minor units and currency in CSV, as in JSON.
+                header: ["KIND", "ORDER", "ACCOUNT", "STATE", "SINCE", "AGE"]
+                    + (output.csv ? ["AMOUNT_MINOR", "CURRENCY"] : ["AMOUNT"]) + ["DETAIL"],
+                format: output.json ? .json : output.csv ? .csv : .table, jsonPrefix: "{\"anomalies\":[",
+                none: "no anomalies" + (kinds.isEmpty ? "" : " of kind " + kinds.map(\.rawValue).joined(separator: ", "))
+                    + (threshold.map { " older than \(Int($0.seconds)) s" } ?? ""))
             var cursor: AnomalyCursor?
             repeat {
                 let page = try await opened.finance.anomalies(kinds: kinds, olderThan: threshold, limit: pageSize, after: cursor)
                 try listing.add(
-                    rows: page.anomalies.map { [$0.kind.rawValue, $0.orderId, $0.accountId, $0.state, RFC3339.format($0.since),
-                                                "\(Int(now.timeIntervalSince($0.since)))s", $0.detail] },
+                    rows: page.anomalies.map { anomaly in
+                        let amount = output.csv ? [anomaly.amount.map { String($0.value) } ?? "", anomaly.amount?.currency ?? ""]
+                            : [anomaly.amount?.formatted ?? "-"]
+                        return [anomaly.kind.rawValue, anomaly.orderId, anomaly.accountId, anomaly.state, RFC3339.format(anomaly.since),
+                                "\(Int(now.timeIntervalSince(anomaly.since)))s"] + amount + [anomaly.detail]
+                    },
                     json: page.anomalies.map { $0.json(now: now) })
                 cursor = page.nextCursor
             } while cursor != nil

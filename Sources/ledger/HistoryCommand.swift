@@ -11,7 +11,10 @@ struct HistoryCommand: AsyncParsableCommand {
         commandName: "history", abstract: "Print the timeline of one order and the order it folds to.")
 
     @Argument(help: "The order id.") var orderId: String
-    @Option(name: .customLong("as-of"), help: "Only what had been recorded by this RFC 3339 time.") var asOf: String?
+    @Option(name: .customLong("as-of"), help: """
+        Only what had been recorded by then: an RFC 3339 time, or a date (YYYY-MM-DD: to the end of that day, UTC), \
+        as the finance commands take.
+        """) var asOf: String?
     @Flag(help: "Print the whole history as JSON: the API's pages joined (GET /v1/orders/{orderId}/history).") var json = false
     @Option(name: .customLong("page-size"), help: ArgumentHelp("Events read per query.", visibility: .hidden))
     var pageSize = 1000
@@ -23,10 +26,13 @@ struct HistoryCommand: AsyncParsableCommand {
 
     func run() async throws {
         let asOf = try self.asOf.map { text in
-            guard let date = RFC3339.parse(text) else {
-                throw ValidationError("--as-of must be an RFC 3339 time, e.g. 2026-11-22T10:00:00Z")
+            if case .instant(let time)? = PeriodBound(text) { return time }
+            // A date: the whole day, everything recorded before the next one began (UTC; to the microsecond, as
+            // PostgreSQL keeps times).
+            guard case .day(let day)? = PeriodBound(text), let start = RFC3339.parse(day + "T00:00:00Z") else {
+                throw ValidationError("--as-of must be \(PeriodBound.grammar)")
             }
-            return date
+            return start.addingTimeInterval(86_400 - 0.000_001)
         }
         let (orderId, json, pageSize) = (orderId, json, pageSize)
         try await database.withDatabaseAndLedger { database, opened in

@@ -20,8 +20,10 @@ struct LedgerCommand: AsyncParsableCommand {
     static func main() async {
         // A closed pipe is an error of the write (EPIPE), handled where it happens, not a signal that kills at once.
         signal(SIGPIPE, SIG_IGN)
+        var parsed: (any ParsableCommand.Type)?
         do {
             var command = try parseAsRoot()
+            parsed = type(of: command)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -30,6 +32,13 @@ struct LedgerCommand: AsyncParsableCommand {
             try StandardOutput.flush()
         } catch is OutputClosed {
             Foundation.exit(StandardOutput.closedStatus)
+        } catch let error as ValidationError where parsed != nil {
+            // A usage error found once the command ran (a period, a time): said with that command's usage, as a
+            // parsing error is, where `exit(withError:)` would show `ledger <subcommand>`.
+            try? StandardOutput.flush()
+            let usage = usageString(for: parsed ?? Self.self)
+            try? FileHandle.standardError.write(contentsOf: Data("Error: \(error.message)\nUsage: \(usage)\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
             try? StandardOutput.flush()
             Self.exit(withError: error)

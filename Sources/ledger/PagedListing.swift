@@ -12,12 +12,15 @@ final class PagedListing {
 
     let header: [String]
     let format: Format
+    /// What a table with no row says instead of a header alone (CSV keeps its header: a file a program reads).
+    let none: String?
     private var headerPrinted = false
     private var elementsPrinted = false
 
-    init(header: [String], format: Format, jsonPrefix: String = "") throws {
+    init(header: [String], format: Format, jsonPrefix: String = "", none: String? = nil) throws {
         self.header = header
         self.format = format
+        self.none = none
         if format == .json { try StandardOutput.line(jsonPrefix, terminator: "") }
     }
 
@@ -36,7 +39,8 @@ final class PagedListing {
             for row in rows { try StandardOutput.line(CSVWriter.record(row)) }
         case .table:
             let rows = rows()
-            guard !rows.isEmpty || !headerPrinted else { return }
+            // An empty page prints nothing: the header comes with the first row, or `finish` says there was none.
+            guard !rows.isEmpty || (!headerPrinted && none == nil) else { return }
             var rendered = Table(header, rows).rendered
             if headerPrinted, let endOfHeader = rendered.firstIndex(of: "\n") {
                 rendered = String(rendered[rendered.index(after: endOfHeader)...])
@@ -46,10 +50,12 @@ final class PagedListing {
         }
     }
 
-    /// Ends the listing: JSON's `suffix` and a newline; a table or CSV that had no page prints its header alone.
+    /// Ends the listing: JSON's `suffix` and a newline; a CSV that had no page prints its header alone, a table
+    /// `none` (else its header alone).
     func finish(jsonSuffix: String = "") throws {
         switch format {
         case .json: try StandardOutput.line(jsonSuffix)
+        case .table where !headerPrinted && none != nil: try StandardOutput.line(none ?? "")
         case .csv, .table: if !headerPrinted { try add(rows: [], json: []) }
         }
     }

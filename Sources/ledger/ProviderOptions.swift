@@ -22,11 +22,19 @@ struct ProviderOptions: ParsableArguments {
         }
         let verifiers: ProviderVerifiers
         do { verifiers = try ProviderVerifiers.load(configurationFile: path) } catch {
-            throw ValidationError("--providers-config \(path): \(error)")
+            throw Self.unusable(path, error)
         }
         func state(_ enabled: Bool) -> String { enabled ? "enabled" : "disabled (not in the file)" }
         logger.info("providers from \(path): app_store \(state(verifiers.appStore != nil)), alipay \(state(verifiers.alipay != nil)), wechat_pay \(state(verifiers.wechatPay != nil))")
         return verifiers
+    }
+
+    /// A providers file that is missing, unreadable or wrong is a configuration error (exit 78, EX_CONFIG), said on
+    /// standard error naming the file and what is wrong with it.
+    static func unusable(_ path: String, _ error: any Error) -> ExitCode {
+        let reason = FileManager.default.fileExists(atPath: path) ? "\(error)" : "no such file"
+        try? FileHandle.standardError.write(contentsOf: Data("Error: --providers-config \(path): \(reason)\n".utf8))
+        return ExitCode(78)
     }
 
     /// The verifiers, and the questions the outbound clients the file enables can ask (recovery); none without a file.
@@ -35,7 +43,7 @@ struct ProviderOptions: ParsableArguments {
         var clients = ProviderClients()
         if let path = resolvedPath {
             do { clients = try ProviderClients.load(configurationFile: path) } catch {
-                throw ValidationError("--providers-config \(path): \(error)")
+                throw Self.unusable(path, error)
             }
         }
         return (verifiers, ProviderQuestions(clients: clients, verifiers: verifiers, logger: logger))

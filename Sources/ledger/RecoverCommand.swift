@@ -164,6 +164,8 @@ struct RecoverCommand: AsyncParsableCommand {
         case .settled(let orderId): try StandardOutput.line("order \(orderId) no longer needs asking")
         case .busy(let orderId): try StandardOutput.line("another node is asking about order \(orderId) now; its answer will be on the order")
         case .unknownOrder(let orderId): try StandardOutput.line("the ledger has never seen order \(orderId)")
+        case .cannotAsk(_, let said):
+            try? FileHandle.standardError.write(contentsOf: Data("Error: \(said); nothing entered on the recovery schedule\n".utf8))
         case .tooSoon(let orderId, let wait):
             try StandardOutput.line("order \(orderId) was asked about moments ago: ask again in \(Int(wait.seconds.rounded(.up))) s")
         }

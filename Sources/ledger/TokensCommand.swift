@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerCore
 import LedgerPostgres
 
 /// `ledger tokens create|list|rotate|revoke`: the API's bearer tokens.
@@ -29,10 +30,20 @@ struct TokensCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List tokens (never their secrets).")
+        @Flag(help: "Print {\"tokens\": [{name, scopes, createdAt, revokedAt}]}.") var json = false
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
             let tokens = try await database.withLedger { opened in try await opened.operations.listTokens() }
+            if json {
+                return try StandardOutput.line(JSONValue.object(["tokens": .array(tokens.map { token in
+                    .object([
+                        "name": .string(token.name), "scopes": .array(token.scopes.map { .string($0.rawValue) }),
+                        "createdAt": .string(RFC3339.format(token.createdAt)),
+                        "revokedAt": token.revokedAt.map { .string(RFC3339.format($0)) } ?? .null,
+                    ])
+                })]).canonicalJSON)
+            }
             try StandardOutput.line(Table(["NAME", "SCOPES", "CREATED", "REVOKED"], tokens.map { token in
                 [token.name, token.scopes.map(\.rawValue).joined(separator: ","),
                  RFC3339Text(token.createdAt), token.revokedAt.map(RFC3339Text) ?? "-"]

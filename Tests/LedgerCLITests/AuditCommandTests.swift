@@ -63,7 +63,15 @@ struct AuditCommandTests {
             let unknown = try await LedgerBinary.run(["history", "nobody"], databaseURL: url)
             #expect(unknown.status == 1 && unknown.stderr.contains("never seen order nobody"))
             let badTime = try await LedgerBinary.run(["history", "order-0", "--as-of", "yesterday"], databaseURL: url)
-            #expect(badTime.status != 0 && badTime.stderr.contains("--as-of"))
+            #expect(badTime.status == 64 && badTime.stderr.contains("--as-of"))
+            // A plain date, as the finance commands take: the whole day (UTC). Today's holds every event; a day long
+            // past, none.
+            let today = String(RFC3339.format(Date()).prefix(10))
+            let wholeDay = try await LedgerBinary.run(["history", "order-0", "--as-of", today, "--json"], databaseURL: url)
+            #expect(wholeDay.status == 0, "\(wholeDay.stderr)")
+            #expect(try JSONValue(parsing: Array(wholeDay.stdout.utf8))["events"]?.elements.count == expected.entries.count)
+            let longAgo = try await LedgerBinary.run(["history", "order-0", "--as-of", "2001-01-01", "--json"], databaseURL: url)
+            #expect(!longAgo.stdout.contains("order.created"), "\(longAgo.stdout)\(longAgo.stderr)")
         }
     }
 

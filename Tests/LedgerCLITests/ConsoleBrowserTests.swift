@@ -182,7 +182,7 @@ struct ConsoleBrowserTests {
         #expect(try await browser.run("return document.querySelector('main h1 + *')?.id") == "order-banner", "under the order's name")
         let anomalyKinds = try await browser.run("return [...document.querySelectorAll('#banner-anomalies .kind')].map(k => k.textContent).sort()")
         #expect(anomalyKinds == ["lost_order", "refused_grant"])
-        #expect(try await browser.text("#banner-anomalies").contains("paid but not credited: verified since"), "each with its detail")
+        #expect(try await browser.text("#banner-anomalies").contains("paid (verified), not credited"), "each with its detail")
         #expect(try await browser.run("return document.querySelectorAll('#banner-anomalies time').length") == .int(2), "and since when")
         #expect(try await browser.text("#banner-refusals").contains("account_mismatch order.granted"))
         #expect(try await browser.run("return document.getElementById('banner-scope')") == .null, "finance:read reads anomalies")

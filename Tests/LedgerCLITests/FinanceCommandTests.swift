@@ -49,6 +49,13 @@ struct FinanceCommandTests {
             #expect(lines.first == ["DAY", "CURRENCY", "GRANTED", "GRANTED", "AMOUNT", "REFUNDED", "REFUNDED", "AMOUNT", "NET"])
             // Money as people read it in the table; minor units in CSV and JSON.
             #expect(lines.dropFirst().first == [Substring(today), "USD", "1", "4.99", "USD", "0", "0.00", "USD", "4.99", "USD"])
+            // Amounts end where their heading ends: aligned right, as money is compared.
+            let raw = table.stdout.split(separator: "\n")
+            let end = { (line: Substring, text: String) in line.range(of: text).map { line.distance(from: line.startIndex, to: $0.upperBound) } }
+            #expect(end(raw[1], "4.99 USD") == end(raw[0], "GRANTED AMOUNT"), "\(table.stdout)")
+            // No anomaly: a table says so in words, not a header alone.
+            let none = try await LedgerBinary.run(["anomalies", "--older-than", "0s"], databaseURL: url)
+            #expect(none.status == 0 && none.stdout == "no anomalies older than 0 s\n", "\(none.stdout)")
             let json = try await LedgerBinary.run(["anomalies", "--older-than", "0s", "--json"], databaseURL: url)
             #expect(json.status == 0 && json.stdout == "{\"anomalies\":[]}\n", "\(json.stdout)")
             let bad = try await LedgerBinary.run(["report", "revenue", "--from", "yesterday", "--to", today], databaseURL: url)
@@ -90,7 +97,15 @@ struct FinanceCommandTests {
                 let bad = try await LedgerBinary.run(command + ["--from", "2026-11-01T08:00", "--to", today], databaseURL: url)
                 #expect(bad.status == 64 && bad.stderr.contains("--from must be a date (YYYY-MM-DD, the whole day) or an RFC 3339 time"),
                         "\(command): \(bad.stderr)")
+                // A reversed period is a usage error like any other (it exited 1, as if the ledger had found something).
+                let reversed = try await LedgerBinary.run(command + ["--from", today, "--to", "2020-01-01"], databaseURL: url)
+                #expect(reversed.status == 64 && reversed.stderr.contains("--from must not be after --to"), "\(command): \(reversed.stderr)")
+                // With the usage of the command given, not `ledger <subcommand>`.
+                #expect(reversed.stderr.contains("Usage: ledger \(command[0]) "), "\(reversed.stderr)")
             }
+            // A providers file that is not there is a configuration error (78), naming the file.
+            let missing = try await LedgerBinary.run(["verify", "--signatures", "--providers-config", "/nonexistent/providers.json"], databaseURL: url)
+            #expect(missing.status == 78 && missing.stderr.contains("/nonexistent/providers.json: no such file"), "\(missing.status) \(missing.stderr)")
         }
     }
 

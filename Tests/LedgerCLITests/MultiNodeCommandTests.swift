@@ -127,6 +127,10 @@ struct MultiNodeCommandTests {
             }
             let revoke = try await LedgerBinary.run(["tokens", "revoke", "checkout"], databaseURL: url)
             #expect(revoke.status == 0, "\(revoke.stdout)\(revoke.stderr)")
+            // The list says so, for a script as for a person.
+            let listed = try await LedgerBinary.run(["tokens", "list", "--json"], databaseURL: url)
+            let tokens = try JSONValue(parsing: Array(listed.stdout.utf8))["tokens"]?.elements ?? []
+            #expect(tokens.first { $0["name"] == "checkout" }?["revokedAt"].map { $0 != .null } == true, "\(listed.stdout)")
             for (index, node) in nodes.enumerated() {
                 let append = try await node.send("/v1/orders/rev-\(index)/events", token: secret, body: Lifecycle().queued.json, session: session)
                 #expect(append.status == 401, "node \(index): \(append.body)")

@@ -89,8 +89,12 @@ struct ReconcileCSVCommandTests {
             #expect(document["summary"]?["matched"]?["count"] == .int(1))
 
             let lines = table.stdout.split(separator: "\n")
-            #expect(lines.first == "LINE\tRESULT\tTRANSACTION\tORDER\tLEDGER\tPROVIDER\tPROBLEM", "\(table.stdout)")
+            #expect(lines.first?.split(separator: " ", omittingEmptySubsequences: true) == ["LINE", "RESULT", "TRANSACTION", "ORDER", "LEDGER", "PROVIDER", "PROBLEM"], "\(table.stdout)")
             #expect(lines.count == 3, "a header and the two rows that differ: \(table.stdout)")
+            // Columns line up: every line's RESULT and TRANSACTION begin where the header's do (tabs let them drift).
+            let starts = { (line: Substring, word: String) in line.range(of: word).map { line.distance(from: line.startIndex, to: $0.lowerBound) } }
+            #expect(lines.dropFirst().allSatisfy { starts($0, "missing_in_ledger") == starts(lines[0], "RESULT") }, "\(table.stdout)")
+            #expect(!table.stdout.contains("\t"))
         }
     }
 }

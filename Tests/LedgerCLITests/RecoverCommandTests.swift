@@ -156,6 +156,16 @@ struct RecoverCommandTests {
                 let both = try await LedgerBinary.run(["recover", "--apple-order-id", "MK5TTTR3KP", "--lost", "--providers-config", providers], databaseURL: url)
                 #expect(both.status == 64)
             }
+            // Without a providers file nothing can ask: said (78), and the order is not put on the schedule, whose
+            // page would promise a question nobody will ask.
+            _ = try await ledger.record(orderId: "nobody-asks", events: [
+                Submission(eventId: UUID(), type: "order.created", data: [
+                    "accountId": "acct-1", "productId": "gems.100", "amount": ["value": 499, "currency": "USD"], "provider": "app_store",
+                ]),
+            ], metadata: EventMetadata(actor: "test-suite"))
+            let unconfigured = try await LedgerBinary.run(["recover", "--order", "nobody-asks"], databaseURL: url)
+            #expect(unconfigured.status == 78 && unconfigured.stderr.contains("not configured"), "\(unconfigured.stderr)")
+            #expect(try await ledger.orderAndRecovery("nobody-asks", attempts: 10)?.recovery == nil)
             let verify = try await LedgerBinary.run(["verify"], databaseURL: url)
             #expect(verify.status == 0, "\(verify.stdout)")
         }

@@ -65,6 +65,10 @@ struct SameOrderRaceCommandTests {
             print("ledger seal: exit \(seal.status), \(seal.stdout)\(seal.stderr)")
             #expect(seal.status == 0, "\(seal.stdout)\(seal.stderr)")
             #expect(PinnedDigest(seal.stdout.trimmingCharacters(in: .whitespacesAndNewlines))?.position == lastPosition)
+            // For a script: the checkpoint as the API writes it, or null when there was nothing to seal.
+            let sealedJSON = try await LedgerBinary.run(["seal", "--json"], databaseURL: url)
+            let sealed = try JSONValue(parsing: Array(sealedJSON.stdout.utf8))
+            #expect(sealedJSON.status == 0 && (sealed == .null || sealed["pinned"] != nil), "\(sealedJSON.stdout)\(sealedJSON.stderr)")
         }
     }
 }

@@ -44,15 +44,17 @@ struct FinanceAPITests {
         }
     }
 
-    /// One time format everywhere: a detail's time used to be PostgreSQL's `2026-11-25 04:19:42.344671+00`.
-    @Test func anAnomalysDetailWritesItsTimeAsTheAPIDoes() async throws {
+    /// A lost order's detail says what is known of its payment, by state (only `verified` is proven paid: "paid but
+    /// not credited" was said of receipts never verified too), and not the time again (it is `since`); the money at
+    /// stake is its own field.
+    @Test func aLostOrdersDetailSaysWhatIsKnownAndTheMoneyAtStake() async throws {
         try await API.run { api in
             let lifecycle = Lifecycle()
             for event in [lifecycle.created, lifecycle.queued, lifecycle.receipt] { _ = try await api.post("lost-1", event, token: "writer") }
             let answer = try await api.get("/v1/anomalies?kind=lost_order&olderThan=0s", token: "finance")
             let lost = try #require(answer.json["anomalies"]?.elements.first)
-            guard case .string(let since)? = lost["since"] else { Issue.record("\(answer.bodyText)"); return }
-            #expect(lost["detail"] == .string("paid but not credited: receipt_received since \(since)"), "\(answer.bodyText)")
+            #expect(lost["detail"] == "receipt received, never verified: not credited", "\(answer.bodyText)")
+            #expect(lost["amount"] == ["value": 499, "currency": "USD"], "\(answer.bodyText)")
         }
     }
 

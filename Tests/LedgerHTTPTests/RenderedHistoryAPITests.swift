@@ -55,7 +55,7 @@ struct RenderedHistoryAPITests {
     /// schedule) changes.
     @Test func anOrderAnswerIsTaggedAndNotSentAgainWhileItStaysTheSame() async throws {
         try await API.run { api in
-            var order = Lifecycle()
+            let order = Lifecycle()
             #expect(try await api.post("order-1", order.created).status == .created)
             let first = try await api.get("/v1/orders/order-1", token: "reader")
             let etag = try #require(first.headers[.eTag])

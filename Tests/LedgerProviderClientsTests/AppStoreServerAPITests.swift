@@ -15,12 +15,15 @@ struct AppStoreServerAPITests {
 
     init() throws { messages = try AppleMessages() }
 
-    func client(_ base: String, key: P256.Signing.PrivateKey? = nil, keyId: String? = nil, waits: Waits = Waits()) -> AppStoreServerAPI {
+    func client(
+        _ base: String, key: P256.Signing.PrivateKey? = nil, keyId: String? = nil, waits: Waits = Waits(),
+        timeout: Duration = AppStoreServerAPI.defaultTimeout
+    ) -> AppStoreServerAPI {
         AppStoreServerAPI(
             key: AppStoreServerAPIKey(
                 keyId: keyId ?? apple.expected.keyId, issuerId: apple.expected.issuerId, bundleId: apple.expected.bundleId,
                 privateKey: key ?? apple.key),
-            productionURL: base + "/production", sandboxURL: base + "/sandbox",
+            productionURL: base + "/production", sandboxURL: base + "/sandbox", timeout: timeout,
             sleep: { waits.record($0) })
     }
 
@@ -114,6 +117,25 @@ struct AppStoreServerAPITests {
             }
         }
         #expect(apple.requests.count == 1, "asked once: \(apple.requests)")
+    }
+
+    /// A question must be answered whole — head and body — within its time: an answer whose body drips a byte a
+    /// second had held an attempt for minutes, the timeout covering only the head.
+    @Test func anAnswerThatDripsEndsAtTheQuestionsDeadline() async throws {
+        apple.dripAnswers(every: .milliseconds(500))
+        let started = ContinuousClock.now
+        try await apple.run { base async throws -> Void in
+            do throws(AppStoreServerAPIError) {
+                _ = try await client(base, timeout: .seconds(2)).transactionInfo("2000000000000005")
+                Issue.record("a dripping answer was taken for an answer")
+            } catch {
+                guard case .unavailable = error else { Issue.record("\(error)"); return }
+            }
+        }
+        // 4 KiB at 2 bytes a second would take over half an hour; the deadline is 2 s. The bound is loose for a busy
+        // machine: what is tested is that the body's time counts.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(apple.requests == ["production drip /production/inApps/v1/transactions/2000000000000005"], "\(apple.requests)")
     }
 
     /// Apple's limits are hourly: a 429 to come back in an hour ends the attempt at once, saying when.

@@ -82,7 +82,7 @@ struct AppStoreSweepPagesTests {
                 try await AppStoreSweepTests.queuedOrder("as-1", on: database)
                 // As a round before left it: a window half read, and a token Apple no longer takes.
                 let (sweptUntil, windowStart) = (now.addingTimeInterval(-86_400), now.addingTimeInterval(-86_700))
-                try await service.withConnection { connection in
+                _ = try await service.withConnection { connection in
                     try await connection.query("""
                         INSERT INTO recovery_sweeps (source, swept_until, window_start, window_end, page_token)
                         VALUES ('app_store:notification_history', \(sweptUntil), \(windowStart), \(now.addingTimeInterval(-60)), 'c3RhbGU=')

@@ -6,6 +6,7 @@ import LedgerProviders
 import LedgerRecovery
 import LedgerTestSupport
 import ProviderTestSupport
+import Synchronization
 import Testing
 
 /// How often the ledger asks: people's questions wait their turn and never use up the schedule's plan; a provider
@@ -119,4 +120,81 @@ struct AskingPaceTests {
             }
         }
     }
+
+    /// One provider that never finishes answering (Apple's body dripping a byte at a time, for longer than the test)
+    /// delays no other: each provider has a lane of its own, so WeChat Pay's three orders, asked one after another,
+    /// are recovered while Apple's one question hangs. Before, batches mixed providers and waited for their slowest:
+    /// 40 hanging Apple questions held Alipay's and WeChat Pay's back 85 s. (That a question ends at its deadline is
+    /// `AppStoreServerAPITests.anAnswerThatDripsEndsAtTheQuestionsDeadline`.)
+    @Test func aProviderThatNeverFinishesAnsweringDelaysNoOther() async throws {
+        let messages = try AppleMessages()
+        let apple = FakeAppStoreServerAPI()
+        apple.dripAnswers(every: .milliseconds(500))
+        let wechat = try FakeWeChatPayAPI()
+        let clock = TestClock()
+        let wechatOrders = ["wx-1", "wx-2", "wx-3"]
+        try await TestDatabase.withOwnerAndService { _, service in
+            try await apple.run { appleBase in
+                try await wechat.run { wechatBase in
+                    let database = LedgerDatabase(client: service)
+                    _ = try await database.ledger.record(orderId: "as-1", events: [
+                        Submission(eventId: UUID(), type: "order.created", data: [
+                            "accountId": "acct-1", "productId": "gems.100", "amount": ["value": 499, "currency": "USD"],
+                            "provider": "app_store",
+                        ]),
+                        Submission(eventId: UUID(), type: "payment.queued", data: [:]),
+                        Submission(eventId: UUID(), type: "receipt.received", data: ["transactionId": "2000000000000911"]),
+                    ], metadata: EventMetadata(actor: "test-suite"))
+                    for (index, orderId) in wechatOrders.enumerated() {
+                        _ = try await database.ledger.record(orderId: orderId, events: [
+                            Submission(eventId: UUID(), type: "order.created", data: [
+                                "accountId": "acct-1", "productId": "vip.month", "amount": ["value": 1234, "currency": "CNY"],
+                                "provider": "wechat_pay",
+                            ]),
+                            Submission(eventId: UUID(), type: "payment.queued", data: [:]),
+                        ], metadata: EventMetadata(actor: "test-suite"))
+                        wechat.hold(orderId: orderId, state: "SUCCESS", transactionId: "420000123420261125000000000\(index)")
+                    }
+                    let questions = ProviderQuestions(
+                        clients: ProviderClients(
+                            appStore: AppStoreServerAPI(
+                                key: AppStoreServerAPIKey(keyId: apple.expected.keyId, issuerId: apple.expected.issuerId,
+                                                          bundleId: apple.expected.bundleId, privateKey: apple.key),
+                                productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox", timeout: .seconds(600)),
+                            wechatPay: WeChatPayAPI(
+                                merchantId: ProviderTestKit.merchantId, serial: wechat.merchantSerial, privateKey: wechat.merchantKey,
+                                baseURL: wechatBase)),
+                        verifiers: ProviderVerifiers(
+                            appStore: ProviderTestKit.verifier(trusting: messages.ca), wechatPay: ProviderTestKit.wechatVerifier()),
+                        logger: RecoveryHarness.logger)
+                    let node = Recoverer(database: database, questions: questions, clock: clock.read, logger: RecoveryHarness.logger)
+                    clock.set(max(clock.now, Date()).addingTimeInterval(601))
+
+                    let finished = Finished()
+                    let round = Task {
+                        defer { finished.value.withLock { $0 = true } }
+                        return try await node.runRound(batch: 1)
+                    }
+                    // Waits on the condition (every WeChat Pay order verified), looking every 50 ms, two minutes at most.
+                    let started = ContinuousClock.now
+                    var verified = 0
+                    while verified < wechatOrders.count, ContinuousClock.now - started < .seconds(120) {
+                        verified = 0
+                        for orderId in wechatOrders where try await database.ledger.order(orderId)?.state == .verified { verified += 1 }
+                        if verified < wechatOrders.count { try await Task.sleep(for: .milliseconds(50)) }
+                    }
+                    #expect(verified == wechatOrders.count, "WeChat Pay's orders waited for Apple's question")
+                    #expect(!finished.value.withLock { $0 }, "Apple's question was still unanswered meanwhile: its lane alone waited")
+                    #expect(apple.requests.contains { $0.contains(" drip ") }, "\(apple.requests)")
+                    round.cancel()
+                    _ = try? await round.value
+                }
+            }
+        }
+    }
+}
+
+/// Set once a task has ended.
+private final class Finished: Sendable {
+    let value = Mutex(false)
 }

@@ -39,6 +39,8 @@ public final class FakeAppStoreServerAPI: Sendable {
         var unavailable = 0
         /// The next answers' HTTP status and Apple error code, given before anything else is looked at.
         var errors: [(status: HTTPResponse.Status, code: Int64)] = []
+        /// Get Transaction Info's answers are sent a byte every this long (a link that drips, or a host that hangs).
+        var drip: Duration?
         var requests: [String] = []
     }
 
@@ -98,6 +100,11 @@ public final class FakeAppStoreServerAPI: Sendable {
     public func answerNext(status: Int, errorCode code: Int64) {
         state.withLock { $0.errors.append((HTTPResponse.Status(code: status), code)) }
     }
+    /// From now on, Get Transaction Info answers 200 at once and then drips its body a byte every `interval`: an
+    /// answer that never ends in any time a question may take.
+    public func dripAnswers(every interval: Duration) {
+        state.withLock { $0.drip = interval }
+    }
     /// The next `count` requests are answered 503.
     public func failNext(_ count: Int) { state.withLock { $0.unavailable = count } }
     /// Each request as "ENVIRONMENT STATUS PATH", in order (`PATH?QUERY` when it had a query).
@@ -109,6 +116,10 @@ public final class FakeAppStoreServerAPI: Sendable {
         router.get("{environment}/inApps/v1/transactions/{transactionId}") { [self] request, context in
             let environment = context.parameters.get("environment") ?? ""
             let transactionId = context.parameters.get("transactionId") ?? ""
+            if let drip = state.withLock({ $0.drip }) {
+                state.withLock { $0.requests.append("\(environment) drip \(request.uri.path)") }
+                return Self.dripping(every: drip)
+            }
             let response = answer(environment: environment, transactionId: transactionId, authorization: request.headers[.authorization])
             state.withLock { $0.requests.append("\(environment) \(response.status.code) \(request.uri.path)") }
             return response
@@ -151,6 +162,17 @@ public final class FakeAppStoreServerAPI: Sendable {
     private func record(_ environment: String, _ response: Response, _ request: Request) {
         let path = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         state.withLock { $0.requests.append("\(environment) \(response.status.code) \(path)") }
+    }
+
+    /// A 200 whose body comes a byte every `interval`, 4 KiB in all: it ends when the client gives up (the write fails).
+    private static func dripping(every interval: Duration) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody { writer in
+            for byte in Array(#"{"signedTransactionInfo":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 4096) {
+                try await writer.write(ByteBuffer(bytes: [byte]))
+                try await Task.sleep(for: interval)
+            }
+            try await writer.finish(nil)
+        })
     }
 
     /// What every endpoint answers before looking at the question: 401 to a token Apple would refuse, then the

@@ -57,18 +57,23 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         }
     }
 
-    /// The query for this kind: order id, account, state, since, detail, and a key that with `since` orders the
-    /// kind's rows totally (the order id; a refusal's id, zero-padded so text order is number order: an order can be
-    /// refused twice at one instant), for keyset pages; `$1` is the threshold in seconds.
+    /// The query for this kind: order id, account, state, since, detail, a key that with `since` orders the kind's
+    /// rows totally (the order id; a refusal's id, zero-padded so text order is number order: an order can be refused
+    /// twice at one instant), for keyset pages, and the money at stake (minor units and currency: the order's, or the
+    /// provider's when no order holds it; null when nothing says); `$1` is the threshold in seconds.
     fileprivate var sql: String {
         func select(_ since: String, _ detail: String, _ condition: String) -> String {
-            "SELECT order_id, account_id, state, \(since), \(detail), order_id FROM orders "
+            "SELECT order_id, account_id, state, \(since), \(detail), order_id, amount_value, currency FROM orders "
                 + "WHERE \(condition) AND \(since) < now() - make_interval(secs => $1)"
         }
         switch self {
         case .lostOrder:
-            return select("updated_at", "'paid but not credited: ' || state || ' since ' || \(Self.rfc3339("updated_at"))",
-                          "state IN ('receipt_received', 'verification_failed', 'verified')")
+            // Said by state: only `verified` is proven paid; the time is the row's own `since`, not repeated here.
+            return select("updated_at", """
+                CASE state WHEN 'verified' THEN 'paid (verified), not credited'
+                           WHEN 'receipt_received' THEN 'receipt received, never verified: not credited'
+                           ELSE 'verification failed, retryable: paid or not, not credited' END
+                """, "state IN ('receipt_received', 'verification_failed', 'verified')")
         case .notFinished:
             return select("granted_at", "'granted, never finished: the provider will keep re-delivering ' || coalesce(transaction_id, '')",
                           "state = 'granted'")
@@ -80,7 +85,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
             return """
                 SELECT r.order_id, coalesce(o.account_id, ''), coalesce(o.state, 'unknown'), r.recorded_at,
                        r.code || ' by ' || r.actor || ' for transaction ' || coalesce(r.transaction_id, '') || ': ' || r.details::text,
-                       lpad(r.id::text, 20, '0')
+                       lpad(r.id::text, 20, '0'), o.amount_value, o.currency
                 FROM refusals r LEFT JOIN orders o USING (order_id)
                 WHERE r.event_type = 'order.granted' AND r.code IN ('account_mismatch', 'already_granted')
                   AND r.recorded_at < now() - make_interval(secs => $1)
@@ -90,7 +95,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 SELECT o.order_id, o.account_id, o.state, p.paid_at,
                        'paid at ' || p.provider || ' (' || p.notification_type || ', transaction '
                            || coalesce(p.transaction_id, '') || '), not granted: ' || o.state,
-                       o.order_id
+                       o.order_id, o.amount_value, o.currency
                 FROM orders o
                 JOIN LATERAL (SELECT provider, notification_type, transaction_id, recorded_at AS paid_at
                               FROM provider_messages m WHERE m.order_id = o.order_id AND m.effect = 'payment'
@@ -117,7 +122,8 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 (["consumption_request"], "true", "'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'")
             }
             return """
-                SELECT o.order_id, o.account_id, o.state, m.recorded_at, \(detail), m.provider || ':' || m.notification_id
+                SELECT o.order_id, o.account_id, o.state, m.recorded_at, \(detail), m.provider || ':' || m.notification_id,
+                       o.amount_value, o.currency
                 FROM provider_messages m JOIN orders o USING (order_id)
                 WHERE m.effect IN (\(effects.map { "'\($0)'" }.joined(separator: ", "))) AND \(condition) AND m.recorded_at < now() - make_interval(secs => $1)
                 """
@@ -126,7 +132,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 SELECT coalesce(named_order_id, ''), '', 'unmatched', recorded_at,
                        provider || ' ' || notification_type || ' for transaction ' || coalesce(transaction_id, '')
                            || coalesce(' (order ' || named_order_id || ' is not in the ledger)', ': no order has its appAccountToken or transaction'),
-                       provider || ':' || notification_id
+                       provider || ':' || notification_id, amount_value, currency
                 FROM provider_messages WHERE order_id IS NULL AND refused IS NULL AND recorded_at < now() - make_interval(secs => $1)
                 """
         case .unrecoverable:
@@ -134,7 +140,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 SELECT r.order_id, o.account_id, o.state, r.ended_at,
                        'asked ' || r.provider || ' ' || r.attempts || ' times since ' || \(Self.rfc3339("r.entered_at"))
                            || ' (' || r.reason || '); last: ' || coalesce(r.last_outcome, '') || ': ' || coalesce(r.last_said, ''),
-                       r.order_id
+                       r.order_id, o.amount_value, o.currency
                 FROM recovery_schedule r JOIN orders o USING (order_id)
                 WHERE r.status = 'unrecoverable' AND make_interval(secs => $1) IS NOT NULL
                 """
@@ -145,7 +151,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                            || coalesce(', bought ' || \(Self.rfc3339("p.purchased_at")), '')
                            || ', listed in the receipt sent for order ' || p.order_id
                            || ', belongs to no order (read from the receipt, not verified: ask Apple)',
-                       p.transaction_id
+                       p.transaction_id, NULL::bigint, NULL::text
                 FROM receipt_purchases p LEFT JOIN orders o USING (order_id)
                 WHERE NOT EXISTS (SELECT 1 FROM order_transactions t WHERE t.transaction_id = p.transaction_id)
                   AND p.recorded_at < now() - make_interval(secs => $1)
@@ -154,7 +160,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
             return """
                 SELECT coalesce(m.named_order_id, ''), coalesce(o.account_id, ''), coalesce(o.state, 'unmatched'), m.recorded_at,
                        m.provider || ' ' || m.notification_type || ' kept, not applied: ' || m.refused,
-                       m.provider || ':' || m.notification_id
+                       m.provider || ':' || m.notification_id, m.amount_value, m.currency
                 FROM provider_messages m LEFT JOIN orders o ON o.order_id = m.named_order_id
                 WHERE m.refused IS NOT NULL AND m.recorded_at < now() - make_interval(secs => $1)
                 """
@@ -170,6 +176,9 @@ public struct Anomaly: Sendable, Hashable {
     public var state: String
     public var since: Date
     public var detail: String
+    /// The money at stake: the order's amount, or the provider's when no order holds the message; nil when nothing
+    /// says (a receipt's purchase, whose price the receipt does not give).
+    public var amount: Money?
 }
 
 /// Finds anomalies in the projections and the refusal log; read-only.
@@ -195,13 +204,24 @@ struct AnomalyFinder: Sendable {
             query.binds.append(threshold)
             found += try await client.query(query, .reads, logger: logger) { rows in
                 var found: [Anomaly] = []
-                for try await (orderId, accountId, state, since, detail, _) in rows.decode((String, String, String, Date, String, String).self) {
-                    found.append(Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail))
+                for try await (orderId, accountId, state, since, detail, _, value, currency)
+                    in rows.decode((String, String, String, Date, String, String, Int64?, String?).self) {
+                    found.append(Anomaly(
+                        kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail,
+                        amount: Self.money(value, currency)))
                 }
                 return found
             }
         }
         return found
+    }
+}
+
+extension AnomalyFinder {
+    /// An amount read from a row: both columns, or none.
+    static func money(_ value: Int64?, _ currency: String?) -> Money? {
+        guard let value, let currency else { return nil }
+        return Money(value: value, currency: currency)
     }
 }
 
@@ -290,15 +310,17 @@ extension AnomalyFinder {
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         query.sql = """
-            SELECT order_id, account_id, state, since, detail, key
-            FROM (\(kind.sql)) AS found (order_id, account_id, state, since, detail, key)
+            SELECT order_id, account_id, state, since, detail, key, amount_value, currency
+            FROM (\(kind.sql)) AS found (order_id, account_id, state, since, detail, key, amount_value, currency)
             \(filter) ORDER BY since, key LIMIT $2
             """
         return try await client.query(query, .reads, logger: logger) { rows in
             var found: [(anomaly: Anomaly, key: String)] = []
-            for try await (orderId, accountId, state, since, detail, key)
-                in rows.decode((String, String, String, Date, String, String).self) {
-                found.append((Anomaly(kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail), key))
+            for try await (orderId, accountId, state, since, detail, key, value, currency)
+                in rows.decode((String, String, String, Date, String, String, Int64?, String?).self) {
+                found.append((Anomaly(
+                    kind: kind, orderId: orderId, accountId: accountId, state: state, since: since, detail: detail,
+                    amount: AnomalyFinder.money(value, currency)), key))
             }
             return found
         }
