@@ -35,9 +35,10 @@ struct DeadlineTests {
             return (timeouts, ContinuousClock.now - started)
         }
         #expect(timeouts == 4)
-        // One deadline of 3 s for the four calls, with room for a machine busy with the whole suite (5.6 s seen); each
-        // call with a deadline of its own takes at least 12 s.
-        #expect(waited < .seconds(9), "four calls of one request took \(waited)")
+        // One deadline of 3 s for the four calls; each call with a deadline of its own takes at least 12 s, so anything
+        // less shows the deadline shared. (A machine busy with the whole suite and two other loads took 9.4 s: the bound
+        // is the one that tells the two apart, not a guess at the machine's speed.)
+        #expect(waited < .seconds(12), "four calls of one request took \(waited)")
     }
 
     @Test func workStuckOnItsConnectionEndsAtTheDeadlineAndItsConnectionIsClosed() async throws {
@@ -60,9 +61,10 @@ struct DeadlineTests {
                 let waited = try await Database(configuration: configuration).withClient { stuck in
                     try await stuck.query("SELECT 1")  // connected before the clock starts
                     let started = ContinuousClock.now
-                    // 2 s: room for a machine busy with the whole suite to hand over the idle connection first.
+                    // 10 s: room for a machine busy with the whole suite to hand over the idle connection first (2 s
+                    // was not, once, on a two-core machine with two other loads).
                     await #expect(throws: DatabaseTimeout.self) {
-                        try await stuck.withConnection(within: .seconds(2)) { connection in
+                        try await stuck.withConnection(within: .seconds(10)) { connection in
                             onItsConnection.set()
                             try await connection.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
                         }
@@ -71,7 +73,7 @@ struct DeadlineTests {
                 }
                 #expect(onItsConnection.isSet, "the deadline came while the work still waited for a connection")
                 // Far below the fail-safe's 60 s, with room for a machine busy with the whole suite.
-                #expect(waited < .seconds(20), "the stuck query held the caller for \(waited)")
+                #expect(waited < .seconds(30), "the stuck query held the caller for \(waited)")
                 // Work elsewhere goes on while the old query is still stuck. (120 s: the pool may have to open this
                 // connection, and the whole suite's pools share one cluster; once, under load, 30 s was not enough.)
                 let one = try await client.withConnection(within: .seconds(120)) { connection in
