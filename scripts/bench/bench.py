@@ -11,6 +11,7 @@
    (`ledger serve`, release build, driven over loopback by wrk — wrkload.py; loadgen.py without wrk, and for the
    preload) for single-event appends, 6-event batches and history reads; every timed phase right after a CHECKPOINT
    (after_checkpoint), so that none inherits the write-back of the ones before it;
+3b. single appends by 16 clients while 16 others read 1000-event pages with a fresh asOf each (pressure.py);
 4. `ledger rebuild` over >= 1,000,000 events vs `COPY (SELECT … ORDER BY position) TO STDOUT` through psql;
 5. one table on stdout, JSON in bench-results/latest.json. Exit status 1 if any phase failed.
 """
