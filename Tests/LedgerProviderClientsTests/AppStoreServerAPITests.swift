@@ -132,9 +132,9 @@ struct AppStoreServerAPITests {
                 guard case .unavailable = error else { Issue.record("\(error)"); return }
             }
         }
-        // 4 KiB at 2 bytes a second would take over half an hour; the deadline is 2 s. The bound is loose for a busy
-        // machine: what is tested is that the body's time counts.
-        #expect(ContinuousClock.now - started < .seconds(20))
+        // 4 KiB at 2 bytes a second would take over half an hour; the deadline is 2 s. The bound only tells the two
+        // apart (a machine busy with the whole suite and two other loads took 23 s, the stand-in's start included).
+        #expect(ContinuousClock.now - started < .seconds(300))
         #expect(apple.requests == ["production drip /production/inApps/v1/transactions/2000000000000005"], "\(apple.requests)")
     }
 
