@@ -17,6 +17,8 @@ struct OrderRoutes {
     let histories: RenderedHistories
     /// Verifies StoreKit 2 signed transactions posted on `receipt.received`; nil when the App Store is not configured.
     let appStore: AppStoreJWSVerifier?
+    /// The providers this service can ask about an order (`Recoverer`): none without `--providers-config`'s queries.
+    let askableProviders: [Provider]
 
     func register(writers: RouterGroup<Context>, readers: RouterGroup<Context>) {
         writers.post("orders/{orderId}/events", use: postEvents)
@@ -71,6 +73,8 @@ struct OrderRoutes {
             }
             guard case .object(var fields) = order.json else { return JSONResponse.make(status: .ok, body: order.json) }
             fields["recovery"] = recovery?.json ?? .null
+            // Whether `POST …/recover` can ask its provider here: the console offers the question only then.
+            fields["providerAskable"] = .bool(askableProviders.contains(order.provider))
             // Tagged by its bytes: the answer holds the recovery schedule's attempts too, which move without an event.
             return EntityTags.answer(request, body: ByteBuffer(bytes: JSONValue.object(fields).canonicalBytes))
         }

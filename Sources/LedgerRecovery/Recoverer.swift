@@ -22,6 +22,8 @@ public struct Recoverer: Sendable {
     let questions: ProviderQuestions
     /// The providers the ledger can ask (their clients are configured): only their orders enter the schedule.
     let providers: [Provider]
+    /// The providers whose orders can be asked about (`providers`): the order's answer says so (`providerAskable`).
+    public var askableProviders: [Provider] { providers }
     public let plan: RecoveryPlan
     let clock: @Sendable () -> Date
     let logger: Logger

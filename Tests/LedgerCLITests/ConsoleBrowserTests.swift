@@ -15,7 +15,7 @@ struct ConsoleBrowserTests {
     /// The orders of the scenario, recorded through the ledger as services would post them.
     struct Scenario {
         var normal = Lifecycle(), lost = Lifecycle(), refunded = Lifecycle(), switched = Lifecycle(), late = Lifecycle()
-        var hostile = Lifecycle()
+        var hostile = Lifecycle(), yen = Lifecycle()
         /// When the normal order had only its first two events: as-of shows it `payment_queued`.
         var normalQueuedAt = Date()
 
@@ -47,6 +47,11 @@ struct ConsoleBrowserTests {
             await #expect(throws: Refusal.self) { try await post("order-switched", [switched.granted(to: "acct-mallory")]) }
             late.accountId = "acct-dave"
             try await post("order-late", [late.created, late.cancelled, late.receipt])
+            // One sale in yen beside two in dollars: revenue opens on the currency that sold most, not on JPY for
+            // coming first by name.
+            yen.accountId = "acct-frank"
+            yen.amount = Money(value: 800, currency: "JPY")
+            try await post("order-yen", yen.happyPath)
             hostile.accountId = "acct-eve"
             try await post("order-hostile", [hostile.created, hostile.queued, hostile.receipt,
                                              hostile.submission("verification.failed", [
@@ -190,6 +195,9 @@ struct ConsoleBrowserTests {
         try await search(browser, "order-late")
         try await browser.waitUntil("document.getElementById('order-id')?.textContent === 'order-late'")
         #expect(try await browser.text("#order-facts").contains("late_receipt"))
+        // This service asks no provider (no --providers-config): the page says so, and offers no question.
+        #expect(try await browser.run("return document.getElementById('recover-now')") == .null)
+        #expect(try await browser.text("#recovery-unaskable").contains("cannot ask app_store"))
 
         // Anomalies: the lost order is there, linking to its story.
         try await browser.open(console + "#/anomalies?kind=lost_order&olderThan=0s")
@@ -255,6 +263,29 @@ struct ConsoleBrowserTests {
         try await browser.screenshot("revenue-30-days", in: Self.screenshots)
         try await expectFitsAPhone(browser, "revenue-30-days-phone")
 
+        // Without a currency asked for, the one that sold most in the period (USD: two sales, JPY one).
+        try await browser.open(console + "#/revenue?from=\(days[0])&to=\(days[29])&timezone=UTC")
+        try await browser.waitUntil("document.getElementById('revenue-chart') !== null")
+        #expect(try await browser.run("return document.getElementById('currency').value") == "USD")
+        #expect(try await browser.run("return [...document.getElementById('currency').options].map(o => o.value)") == ["USD", "JPY"])
+        // Over two years, no label is printed over another: days and months each in a row of their own, thinned.
+        let twoYearsAgo = String(RFC3339.format(Date().addingTimeInterval(-730 * 86_400)).prefix(10))
+        try await browser.open(console + "#/revenue?from=\(twoYearsAgo)&to=\(days[29])&timezone=UTC&currency=USD")
+        try await browser.waitUntil("document.querySelector('#revenue-chart .day')?.dataset.day === '\(twoYearsAgo)'")
+        let labels = try await browser.run("""
+            const boxes = (kind) => [...document.querySelectorAll('#revenue-chart .' + kind)].map(t => t.getBBox());
+            const overlapping = (list) => list.some((box, i) => i > 0 && box.x < list[i - 1].x + list[i - 1].width + 2);
+            return { months: boxes('month-label').length, overlapping: overlapping(boxes('month-label')) || overlapping(boxes('day-label')) };
+            """)
+        #expect(labels["overlapping"] == .bool(false), "\(labels)")
+        if case .int(let months)? = labels["months"] { #expect(months >= 8, "\(labels)") } else { Issue.record("\(labels)") }
+        try await browser.screenshot("revenue-2-years", in: Self.screenshots)
+        // A period the ledger cannot read is said under the form, which stays as it was typed.
+        try await browser.open(console + "#/revenue?from=\(days[29])&to=\(days[0])&timezone=UTC")
+        try await browser.waitUntil("document.getElementById('revenue-error')?.textContent.length > 0")
+        #expect(try await browser.run("return document.getElementById('from').value") == .string(days[29]))
+        #expect(try await browser.run("return document.getElementById('problem')") == .null, "the page is not replaced")
+
         // Revenue: the page's totals are the API's.
         let today = String(RFC3339.format(Date()).prefix(10))
         try await browser.open(console + "#/revenue?from=\(today)&to=\(today)&timezone=UTC&currency=USD")
@@ -278,7 +309,8 @@ struct ConsoleBrowserTests {
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(("transaction_id,product_id,amount_minor,currency,status,occurred_at\n"
             + "\(scenario.normal.transactionId),gems.100,499,USD,paid,\(today)T10:00:00Z\n"
-            + "tx-only-at-apple,gems.100,499,USD,paid,\(today)T10:00:00Z\n").utf8).write(to: file)
+            + "tx-only-at-apple,gems.100,499,USD,paid,\(today)T10:00:00Z\n"
+            + "\(scenario.refunded.transactionId),gems.500,499,USD,refunded,\(today)T10:00:00Z\n").utf8).write(to: file)
         try await browser.open(console + "#/reconcile")
         try await browser.attach(file.path, to: "#provider-file")
         try await browser.run("document.getElementById('rec-from').value = arguments[0]; document.getElementById('rec-to').value = arguments[0];",
@@ -287,6 +319,13 @@ struct ConsoleBrowserTests {
         _ = try await browser.element("#reconciliation-rows")
         let differing = try await browser.text("#reconciliation-rows")
         #expect(differing.contains("tx-only-at-apple") && differing.contains("missing_in_ledger"))
+        // A product that differs shows both products, the ledger's and the provider's.
+        let mismatch = try await browser.run("""
+            return [...document.querySelectorAll('#reconciliation-rows tbody tr')].map(r => r.innerText)
+              .find(text => text.includes('product_mismatch')) ?? ''
+            """)
+        guard case .string(let mismatchRow) = mismatch else { Issue.record("\(mismatch)"); return }
+        #expect(mismatchRow.contains("gems.100") && mismatchRow.contains("gems.500"), "\(mismatchRow)")
         #expect(try await browser.text("#reconciliation-summary").contains("matched"))
         #expect(try await !browser.text("main").contains("null"), "no literal null beside the download button")
 

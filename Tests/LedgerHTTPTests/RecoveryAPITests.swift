@@ -65,6 +65,10 @@ struct RecoveryAPITests {
                 #expect(unknown.status == .notFound, "\(unknown.bodyText)")
                 let never = try await api.get("/v1/orders/wx-1")
                 #expect(never.json["recovery"] != .null)
+                // The order says whether its provider can be asked here: WeChat Pay's can, the App Store's cannot.
+                #expect(never.json["providerAskable"] == true, "\(never.bodyText)")
+                try await api.createOrder("apple-1")
+                #expect(try await api.get("/v1/orders/apple-1").json["providerAskable"] == false)
             }
         }
         #expect(wechat.requests == ["200 wx-1", "200 wx-1"])
@@ -75,7 +79,8 @@ struct RecoveryAPITests {
             try await api.createOrder("order-1")
             let answer = try await api.request(.post, "/v1/orders/order-1/recover")
             #expect(answer.status == .notImplemented && answer.errorCode == "not_configured", "\(answer.bodyText)")
-            #expect(try await api.get("/v1/orders/order-1").json["recovery"] == .null)
+            let order = try await api.get("/v1/orders/order-1")
+            #expect(order.json["recovery"] == .null && order.json["providerAskable"] == false, "\(order.bodyText)")
         }
     }
 

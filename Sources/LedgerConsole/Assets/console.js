@@ -272,7 +272,7 @@ async function orderStory(orderId, asOf) {
       el("div", { class: "panel" }, asOfForm, asOf ? el("p", { class: "muted", id: "asof-note" }, "As of ", time(asOf)) : null),
       el("div", { class: "panel" }, facts),
       el("h2", {}, "Recovery: asking the provider"),
-      recoveryPanel(orderId, now.recovery),
+      recoveryPanel(orderId, now),
       el("h2", {}, "Story"),
       el("p", { class: chain.verified ? "ok" : "bad", id: "chain-status" },
         chain.verified ? "The hash chain of every event verifies." : "The hash chain does not verify: see the ✗ rows."),
@@ -290,8 +290,11 @@ async function orderStory(orderId, asOf) {
 }
 
 /** The order's place on the recovery schedule (what the ledger asked its provider, and when it asks next), and a
- *  button for support to ask now (`POST …/recover`, scope orders:recover); the page is read again with the answer. */
-function recoveryPanel(orderId, recovery) {
+ *  button for support to ask now (`POST …/recover`, scope orders:recover); the page is read again with the answer.
+ *  Where this service cannot ask the order's provider (`providerAskable`), no button and no "asked again at": it says
+ *  why instead. */
+function recoveryPanel(orderId, order) {
+  const recovery = order.recovery, askable = order.providerAskable === true;
   const result = el("p", { id: "recover-result", role: "status" });
   const button = el("button", { type: "button", id: "recover-now" }, "Ask the provider now");
   button.addEventListener("click", async () => {
@@ -315,13 +318,16 @@ function recoveryPanel(orderId, recovery) {
   const status = !recovery ? el("p", { class: "muted", id: "recovery-status" }, "Never asked: the order has not looked lost.")
     : el("p", { id: "recovery-status" }, el("span", { class: "kind" }, recovery.status),
       ` (${recovery.reason}, ${recovery.attemptCount} attempt${recovery.attemptCount === 1 ? "" : "s"} since `, time(recovery.enteredAt), ")",
-      recovery.nextAttemptAt ? [". Asked again at ", time(recovery.nextAttemptAt), " unless answered first."] : ".");
+      recovery.nextAttemptAt && askable ? [". Asked again at ", time(recovery.nextAttemptAt), " unless answered first."] : ".");
   const attempts = recovery && recovery.attempts.length
     ? table(["#", "Asked", "By", "Outcome", "What was said", "Took"], recovery.attempts.map((a) =>
       [String(a.attempt), time(a.askedAt), a.askedBy, el("span", { class: "kind" }, a.outcome),
         el("span", { class: "data", title: a.providerWords || "" }, a.said), `${a.durationMs} ms`]), { id: "recovery-attempts" })
     : null;
-  return el("div", { class: "panel", id: "recovery" }, status, attempts, el("div", { class: "controls" }, button), result);
+  const ask = askable ? [el("div", { class: "controls" }, button), result]
+    : [el("p", { class: "muted", id: "recovery-unaskable" }, `This service cannot ask ${order.provider} about its orders: `
+        + "its queries are not configured (serve --providers-config, docs/providers.md).")];
+  return el("div", { class: "panel", id: "recovery" }, status, attempts, ...ask);
 }
 
 /** The order's anomalies as finance lists them now (the anomalies page's thresholds), or null when the token lacks
@@ -495,25 +501,37 @@ async function revenue(params) {
     const from = params.get("from") || isoDay(new Date(today.getTime() - 29 * 86400000));
     const to = params.get("to") || isoDay(today);
     const zone = params.get("timezone") || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
-    const report = (await api("/v1/reports/revenue?" + new URLSearchParams({ from, to, groupBy: "day,currency", timezone: zone }))).json;
-    const currencies = [...new Set(report.rows.map((r) => r.currency))].sort();
-    const currency = params.get("currency") && currencies.includes(params.get("currency")) ? params.get("currency") : currencies[0];
-    const rows = report.rows.filter((r) => r.currency === currency).sort((a, b) => a.day.localeCompare(b.day));
-
     const inputs = {
       from: el("input", { id: "from", type: "date", value: from, "aria-label": "From" }),
       to: el("input", { id: "to", type: "date", value: to, "aria-label": "To" }),
       timezone: el("input", { id: "timezone", value: zone, "aria-label": "Time zone", size: 16 }),
-      currency: el("select", { id: "currency", "aria-label": "Currency" }, currencies.map((c) => el("option", { value: c, selected: c === currency }, c))),
+      currency: el("select", { id: "currency", "aria-label": "Currency" }),
     };
+    const periodError = el("span", { class: "field-error", id: "revenue-error", role: "alert" });
     const form = el("form", { class: "controls panel" },
       el("label", {}, "From", inputs.from), el("label", {}, "To", inputs.to), el("label", {}, "Time zone", inputs.timezone),
-      el("label", {}, "Currency", inputs.currency), el("button", { type: "submit" }, "Show"));
+      el("label", {}, "Currency", inputs.currency), el("button", { type: "submit" }, "Show"), periodError);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const next = new URLSearchParams({ from: inputs.from.value, to: inputs.to.value, timezone: inputs.timezone.value, currency: inputs.currency.value });
       location.hash = "#/revenue?" + next;
     });
+    let report;
+    try {
+      report = (await api("/v1/reports/revenue?" + new URLSearchParams({ from, to, groupBy: "day,currency", timezone: zone }))).json;
+    } catch (error) {
+      // A period or time zone the ledger cannot read is said under the form, in the API's words; the form stays.
+      if (!(error instanceof Problem) || error.status !== 400 || !["from", "to", "timezone"].includes(error.field)) throw error;
+      periodError.textContent = error.message;
+      return show(el("h1", {}, "Revenue"), form);
+    }
+    // The page opens on the currency with the most sales in the period (ties: alphabetical), not the first by name.
+    const sales = new Map();
+    for (const r of report.rows) sales.set(r.currency, (sales.get(r.currency) || 0) + r.granted.count);
+    const currencies = [...sales.keys()].sort((a, b) => sales.get(b) - sales.get(a) || a.localeCompare(b));
+    const currency = params.get("currency") && currencies.includes(params.get("currency")) ? params.get("currency") : currencies[0];
+    const rows = report.rows.filter((r) => r.currency === currency).sort((a, b) => a.day.localeCompare(b.day));
+    inputs.currency.append(...currencies.map((c) => el("option", { value: c, selected: c === currency }, c)));
     const totals = rows.reduce((t, r) => ({ granted: t.granted + r.granted.amount, refunded: t.refunded + r.refunded.amount, net: t.net + r.net }),
       { granted: 0, refunded: 0, net: 0 });
     // The same columns as `ledger report revenue --csv` (integer minor units in the *_minor columns).
@@ -589,8 +607,11 @@ function chart(days, rows, currency) {
     svg("rect", { class: "net legend-net", x: left, y: 8, width: 10, height: 10 }), svg("text", { x: left + 14, y: 17 }, "Net (granted less refunded)"),
     svg("rect", { class: "refunded legend-refunded", x: left + 180, y: 8, width: 10, height: 10 }), svg("text", { x: left + 194, y: 17 }, "Refunded"));
 
-  // A label per day while they fit (a digit pair needs ~14 units), else every few days; a tick for every day.
+  // A label per day while they fit (a digit pair needs ~14 units), else every few days, and none once that is more
+  // than a week (the months say where a day is); a tick for every day. A month's name where it starts, unless the
+  // last one is less than a name's width (~56 units) before it: over a year or two, every other month or so.
   const labelEvery = Math.ceil(14 / slot);
+  let lastMonthLabel = -Infinity;
   data.forEach((d, i) => {
     const x = left + i * slot, bar = Math.min(18, slot * 0.38);
     const group = svg("g", { class: "day", "data-day": d.day });
@@ -602,8 +623,13 @@ function chart(days, rows, currency) {
     group.append(svg("rect", { class: "net", x: middle - bar, y: Math.min(y(d.net), y(0)), width: bar, height: Math.abs(y(d.net) - y(0)) }),
       svg("rect", { class: "refunded", x: middle, y: y(d.refunded.amount), width: bar, height: y(0) - y(d.refunded.amount) }),
       svg("line", { class: "day-tick", x1: middle, x2: middle, y1: top + plot, y2: top + plot + 4 }));
-    if (i % labelEvery === 0) group.append(svg("text", { class: "day-label", x: middle, y: top + plot + 16, "text-anchor": "middle" }, d.day.slice(8)));
-    if (i === 0 || d.day.endsWith("-01")) group.append(svg("text", { x, y: top + plot + 32 }, d.day.slice(0, 7)));
+    if (labelEvery <= 7 && i % labelEvery === 0) {
+      group.append(svg("text", { class: "day-label", x: middle, y: top + plot + 16, "text-anchor": "middle" }, d.day.slice(8)));
+    }
+    if ((i === 0 || d.day.endsWith("-01")) && x - lastMonthLabel >= 56) {
+      group.append(svg("text", { class: "month-label", x, y: top + plot + 32 }, d.day.slice(0, 7)));
+      lastMonthLabel = x;
+    }
     root.append(group);
   });
   return el("div", { class: "scroll" }, root);
@@ -638,13 +664,21 @@ function reconcile() {
         el("h2", {}, "Rows that differ"),
         answer.rows.length ? table(["Line", "Result", "Transaction", "Order", "Ledger", "Provider", "Problem"], answer.rows.map((r) => [
           r.line === null ? "—" : String(r.line), r.result, r.transactionId || "—", r.orderId ? orderLink(r.orderId) : "—",
-          r.ledger ? `${r.ledger.state} ${money(r.ledger.amount)}` : "—", r.provider ? `${r.provider.status} ${money(r.provider.amount)}` : "—",
+          reconciledSide(r.ledger?.state, r.ledger?.amount, r.ledger?.productId),
+          reconciledSide(r.provider?.status, r.provider?.amount, r.provider?.productId),
           r.problem || ""]), { id: "reconciliation-rows" }) : el("p", {}, "Every row matched."),
         ...(answer.truncated ? [el("p", { class: "muted" }, `${answer.rowsOmitted} more rows not listed: download them all.`)] : []),
         save);
     });
   });
   show(el("h1", {}, "Reconciliation"), form, result);
+}
+
+/** One side of a reconciled transaction: its state or status, amount and product, as far as they are known (a
+ *  malformed line's side holds only what could be read); "—" for a side that has none. */
+function reconciledSide(status, amount, productId) {
+  const parts = [status, amount ? money(amount) : null, productId].filter((part) => part);
+  return parts.length ? parts.join(" · ") : "—";
 }
 
 async function attemptInto(container, scope, work) {

@@ -1,6 +1,4 @@
-import Logging
 import PostgresNIO
-import Synchronization
 
 /// What a lease's work does to the database, and so whether its caller must wait for the commit.
 ///
@@ -12,7 +10,7 @@ import Synchronization
 /// work is answered (`confirmCommitted`), unless the work says it only reads: the default is the safe one, so that no
 /// new statement can forget it.
 public enum SessionUse: Sendable {
-    /// The work may write: its answer waits for PostgreSQL to confirm the commit (one more, empty, round trip).
+    /// The work may write: its answer waits for PostgreSQL's word on the commit (`CommitWatch`).
     case writes
     /// The work only reads (a history page, an order, the feed): a failed commit loses nothing, so nothing waits.
     case reads
@@ -35,82 +33,20 @@ extension PostgresConnection {
 
     /// Returns once PostgreSQL has committed the statements sent before, or throws `CommitUnconfirmed`.
     ///
-    /// PostgresNIO sends a statement only after the previous one's `ReadyForQuery`, which PostgreSQL sends after the
-    /// implicit transaction's commit; an error there instead (`ErrorResponse` after `CommandComplete`) makes
-    /// PostgresNIO close the connection and fail the statements queued behind it. So an empty statement that
-    /// succeeds proves the commit before it — the fix rust-postgres made (waiting for `ReadyForQuery`), at the cost of
-    /// one round trip that PostgreSQL answers without parsing anything. Inside a transaction block (`withTransaction`)
-    /// the explicit `COMMIT` reports its own outcome, and this is not needed.
+    /// PostgreSQL answers each `Sync` with `ReadyForQuery` once the implicit transaction before it has committed, and
+    /// with an `ErrorResponse` first when the commit failed. PostgresNIO reads both after it has completed the
+    /// statement, so each session of the pool carries a `CommitWatch` that sees PostgreSQL's messages as they
+    /// arrive: this waits until every request sent has its `ReadyForQuery` — usually not at all, as it comes in the
+    /// same packet as the statement's `CommandComplete` — the fix rust-postgres made, without a round trip of its own.
+    /// (An empty statement after each write did the same at a round trip per write: a third fewer appends at
+    /// 16 clients on two cores.) Inside a transaction block (`withTransaction`) the explicit `COMMIT` reports its own
+    /// outcome, and this is not needed.
     func confirmCommitted() async throws {
-        // A lease whose deadline passed is being closed: its caller was answered 503, and a statement sent on a
-        // closing connection may never answer (below).
+        // A lease whose deadline passed is being closed: its caller was answered 503.
         try Task.checkCancellation()
-        // A failed commit closes the connection, and PostgresNIO 1.33 drops a statement written to a channel that has
-        // closed without failing it (`channel.write(…, promise: nil)`): the empty statement would never answer. So
-        // the confirmation is also answered by the session's closing (`SessionClosings`), whichever comes first.
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let confirmation = Confirmation(session: ObjectIdentifier(self), continuation)
-            SessionClosings.shared.wait(confirmation)
-            if isClosed { return confirmation.give(.failure(CommitUnconfirmed(underlying: ClosedAfterStatement()))) }
-            Task {
-                do {
-                    for try await _ in try await query("", logger: Self.commitLogger) {}
-                    confirmation.give(.success(()))
-                } catch {
-                    confirmation.give(.failure(CommitUnconfirmed(underlying: error)))
-                }
-            }
+        guard let watch = CommitWatches.shared.watch(of: self) else {
+            throw CommitUnconfirmed(underlying: CommitWatch.NotWatched())
         }
-    }
-
-    /// The session closed after its statement: its commit failed, or the server went away.
-    struct ClosedAfterStatement: Error, CustomStringConvertible {
-        var description: String { "the session closed after the statement" }
-    }
-
-    private static let commitLogger = Logger(label: "ledger.db", factory: { _ in SwiftLogNoOpLogHandler() })
-}
-
-/// A commit's confirmation, answered once: by the empty statement, or by its session closing.
-private final class Confirmation: Sendable {
-    let session: ObjectIdentifier
-    private let continuation: Mutex<CheckedContinuation<Void, any Error>?>
-
-    init(session: ObjectIdentifier, _ continuation: CheckedContinuation<Void, any Error>) {
-        self.session = session
-        self.continuation = Mutex(continuation)
-    }
-
-    func give(_ result: Result<Void, any Error>) {
-        guard let continuation = continuation.withLock({ $0.take() }) else { return }
-        SessionClosings.shared.done(self)
-        continuation.resume(with: result)
-    }
-}
-
-/// The confirmations waiting on each session, answered as soon as it closes. The pool follows every session it
-/// opens (`follow`): one callback per session on its `closeFuture`, not one per write.
-final class SessionClosings: Sendable {
-    static let shared = SessionClosings()
-    private let waiting = Mutex<[ObjectIdentifier: Confirmation]>([:])
-
-    func follow(_ connection: PostgresConnection) {
-        let session = ObjectIdentifier(connection)
-        connection.closeFuture.whenComplete { _ in
-            // Holding the connection until it closes keeps its identifier from being reused meanwhile.
-            withExtendedLifetime(connection) {}
-            self.waiting.withLock { $0.removeValue(forKey: session) }?
-                .give(.failure(CommitUnconfirmed(underlying: PostgresConnection.ClosedAfterStatement())))
-        }
-    }
-
-    fileprivate func wait(_ confirmation: Confirmation) {
-        waiting.withLock { $0[confirmation.session] = confirmation }
-    }
-
-    fileprivate func done(_ confirmation: Confirmation) {
-        waiting.withLock { waiting in
-            if waiting[confirmation.session] === confirmation { waiting[confirmation.session] = nil }
-        }
+        try await watch.committed()
     }
 }

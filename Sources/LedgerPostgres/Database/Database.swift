@@ -107,7 +107,7 @@ public struct Database: Sendable {
             let result = try await body(client)
             await client.close()
             return result
-        } catch let error as PSQLError where !client.hasConnected && DatabaseErrors.isUnavailable(error) {
+        } catch where !client.hasConnected && DatabaseErrors.isUnavailable(error) {
             await client.close()
             throw DatabaseUnreachable(target: target, reason: error)
         } catch {
@@ -127,9 +127,13 @@ public struct Database: Sendable {
 /// why, where a bare `PSQLError` said neither.
 public struct DatabaseUnreachable: Error, CustomStringConvertible {
     public let target: String
-    public let reason: PSQLError
+    public let reason: any Error
     public var description: String {
-        let why = reason.serverInfo?[.message] ?? reason.underlying.map { "\($0)" } ?? "\(reason.code)"
+        let why = if let reason = reason as? PSQLError {
+            reason.serverInfo?[.message] ?? reason.underlying.map { "\($0)" } ?? "\(reason.code)"
+        } else {
+            "\((reason as? SessionNotOpened)?.underlying ?? reason)"
+        }
         return "cannot reach PostgreSQL at \(target): \(why) (check DATABASE_URL, and that the server is running and accepts connections)"
     }
 }

@@ -13,7 +13,8 @@ public enum DatabaseErrors {
     /// already closed (`serve` stopping), a commit PostgreSQL did not confirm, work PostgreSQL itself ended at the service's limits
     /// (`ServerLimits`: 57014 statement timeout, 55P03 lock timeout, 25P03 idle in transaction): worth a retry, not a 500.
     public static func isUnavailable(_ error: any Error) -> Bool {
-        if error is DatabaseTimeout || error is SessionPoolClosed || error is CommitUnconfirmed || error is DatabaseUnreachable {
+        if error is DatabaseTimeout || error is SessionPoolClosed || error is CommitUnconfirmed || error is DatabaseUnreachable
+            || error is SessionNotOpened {
             return true
         }
         guard let error = error as? PSQLError else { return false }

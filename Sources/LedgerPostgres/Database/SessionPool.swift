@@ -24,7 +24,6 @@ import Synchronization
 /// closed mid-query is forgotten at once (`forget`), so a query stuck on it costs the pool no slot.
 public final class SessionPool: Service, Sendable {
     public let configuration: PostgresClient.Configuration
-    private let connection: PostgresConnection.Configuration
     private let maximum: Int
     /// How long the pool keeps trying to open a session while it has none in use, before it fails the waiting leases.
     private let givingUpAfter: TimeAmount
@@ -41,7 +40,6 @@ public final class SessionPool: Service, Sendable {
         backgroundLogger: Logger = Logger(label: "ledger.db"), givingUpAfter: Duration = .seconds(60)
     ) {
         self.configuration = configuration
-        self.connection = Self.connectionConfiguration(configuration)
         self.maximum = max(1, configuration.options.maximumConnections)
         self.state = Mutex(State(maximum: maximum))
         self.givingUpAfter = TimeAmount(givingUpAfter)
@@ -204,9 +202,33 @@ public final class SessionPool: Service, Sendable {
         let id = state.withLock { $0.nextConnection() }
         var logger = logger
         logger[metadataKey: "psql_connection_id"] = "\(id)"
-        PostgresConnection.connect(on: eventLoops.any(), configuration: connection, id: id, logger: logger).whenComplete { result in
-            if case .success(let connection) = result { SessionClosings.shared.follow(connection) }
+        openSession(on: eventLoops.any(), id: id, logger: logger).whenComplete { result in
             self.perform(self.state.withLock { $0.connected(result, maximum: self.maximum, givingUpAfter: self.givingUpAfter) })
+        }
+    }
+
+    /// A new session: a channel opened here, started by PostgresNIO, then watched for its commits (`CommitWatch`,
+    /// which needs the channel PostgresNIO keeps to itself when it opens one).
+    private func openSession(on eventLoop: any EventLoop, id: Int, logger: Logger) -> EventLoopFuture<PostgresConnection> {
+        let bootstrap = ClientBootstrap(group: eventLoop).connectTimeout(TimeAmount(configuration.options.connectTimeout))
+        let opening = if let socket = configuration.unixSocketPath {
+            bootstrap.connect(unixDomainSocketPath: socket)
+        } else {
+            bootstrap.connect(host: configuration.host ?? "localhost", port: configuration.port ?? 5432)
+        }
+        return opening.flatMapErrorThrowing { throw SessionNotOpened(underlying: $0) }.flatMap { channel in
+            var session = PostgresConnection.Configuration(
+                establishedChannel: channel, username: self.configuration.username, password: self.configuration.password,
+                database: self.configuration.database)
+            session.options.connectTimeout = TimeAmount(self.configuration.options.connectTimeout)
+            session.options.requireBackendKeyData = self.configuration.options.requireBackendKeyData
+            session.options.additionalStartupParameters = self.configuration.options.additionalStartupParameters
+            return PostgresConnection.connect(on: eventLoop, configuration: session, id: id, logger: logger)
+                .flatMap { CommitWatches.shared.watch($0, channel: channel) }
+                .flatMapError { error in
+                    channel.close(promise: nil)
+                    return eventLoop.makeFailedFuture(error)
+                }
         }
     }
 
@@ -229,23 +251,13 @@ public final class SessionPool: Service, Sendable {
         connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
-    private static func connectionConfiguration(_ configuration: PostgresClient.Configuration) -> PostgresConnection.Configuration {
-        var connection = if let socket = configuration.unixSocketPath {
-            PostgresConnection.Configuration(
-                unixSocketPath: socket, username: configuration.username, password: configuration.password,
-                database: configuration.database)
-        } else {
-            PostgresConnection.Configuration(
-                host: configuration.host ?? "localhost", port: configuration.port ?? 5432, username: configuration.username,
-                password: configuration.password, database: configuration.database, tls: .disable)
-        }
-        connection.options.connectTimeout = TimeAmount(configuration.options.connectTimeout)
-        connection.options.requireBackendKeyData = configuration.options.requireBackendKeyData
-        connection.options.additionalStartupParameters = configuration.options.additionalStartupParameters
-        return connection
-    }
-
     private static let silent = Logger(label: "ledger.db", factory: { _ in SwiftLogNoOpLogHandler() })
+}
+
+/// PostgreSQL could not be reached: no connection to its address or socket (refused, unreachable, timed out).
+public struct SessionNotOpened: Error, CustomStringConvertible {
+    public let underlying: any Error
+    public var description: String { "no connection to PostgreSQL (\(underlying))" }
 }
 
 /// The pool is stopped (`serve` is shutting down, or a command has finished).
