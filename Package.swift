@@ -53,6 +53,7 @@ let package = Package(
                 .embedInCode("017_recovery_answers.sql"),
                 .embedInCode("018_sweep_pages.sql"),
                 .embedInCode("019_unclaimed_receipt_purchases.sql"),
+                .embedInCode("020_feed_horizon.sql"),
             ]
         ),
         .target(

@@ -21,5 +21,6 @@ public enum LedgerSchema {
         ("017_recovery_answers.sql", String(decoding: PackageResources._17_recovery_answers_sql, as: UTF8.self)),
         ("018_sweep_pages.sql", String(decoding: PackageResources._18_sweep_pages_sql, as: UTF8.self)),
         ("019_unclaimed_receipt_purchases.sql", String(decoding: PackageResources._19_unclaimed_receipt_purchases_sql, as: UTF8.self)),
+        ("020_feed_horizon.sql", String(decoding: PackageResources._20_feed_horizon_sql, as: UTF8.self)),
     ]
 }

@@ -19,13 +19,12 @@ struct EventFeedTests {
         }
     }
 
-    /// Pages the feed until `count` events have come (or 30 s pass). The feed reads below the oldest transaction
-    /// still running anywhere in the cluster, and other tests run transactions in other databases of the same
-    /// cluster, so an event may show up a moment after its commit.
-    static func drain(_ store: EventStore, from cursor: inout Int64?, expecting count: Int, pageSize: Int = 3)
-        async throws -> [StoredEvent]
-    {
-        let deadline = ContinuousClock.now + .seconds(120)
+    /// Pages the feed until `count` events have come (or `within` passes). The feed reads below the oldest append
+    /// still running, so an event may show up a moment after its commit, when an append before it ends.
+    static func drain(
+        _ store: EventStore, from cursor: inout Int64?, expecting count: Int, pageSize: Int = 3, within: Duration = .seconds(120)
+    ) async throws -> [StoredEvent] {
+        let deadline = ContinuousClock.now + within
         var seen = try await drain(store, from: &cursor, pageSize: pageSize)
         while seen.count < count, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
@@ -68,6 +67,35 @@ struct EventFeedTests {
             let afterA = try await Self.drain(store, from: &cursor, expecting: 2)
             #expect(afterA.map(\.type) == ["a", "b"])
             #expect(afterA.first?.position ?? .max < b.events[0].position)
+        }
+    }
+
+    /// Another open transaction — one that is not an append: an import, a session idle in transaction, another
+    /// database's work — holds the feed back no longer: it used to, for as long as it stayed open.
+    @Test func anOpenTransactionThatIsNotAnAppendDoesNotHoldTheFeedBack() async throws {
+        try await TestDatabase.withClient { client in
+            let store = EventStore(client: client)
+            let logger = Logger(label: "test")
+            let open = AsyncStream.makeStream(of: Void.self)
+            let mayEnd = AsyncStream.makeStream(of: Void.self)
+            let other = Task {
+                defer { open.continuation.finish() }
+                try await client.withTransaction(logger: logger) { connection in
+                    // An id of its own, as any writing transaction has, and a write to a table that is not `events`.
+                    try await connection.query("CREATE TEMPORARY TABLE imported (id int)", logger: logger)
+                    try await connection.query("INSERT INTO imported VALUES (1)", logger: logger)
+                    open.continuation.yield()
+                    for await _ in mayEnd.stream { break }
+                }
+            }
+            for await _ in open.stream { break }
+            let appended = try await store.append(to: "order-1", events: [StoreFixtures.event("a")])
+            var cursor: Int64?
+            // While the other transaction stays open: a bound that tells "at once" from "when it ends" (never, here).
+            let seen = try await Self.drain(store, from: &cursor, expecting: 1, within: .seconds(20))
+            mayEnd.continuation.yield()
+            try await other.value
+            #expect(seen.map(\.position) == appended.events.map(\.position), "held back by a transaction that is not an append")
         }
     }
 

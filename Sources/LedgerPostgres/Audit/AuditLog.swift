@@ -18,7 +18,7 @@ struct AuditLog: Sendable {
         /// Every event committed when the pass starts, read in one snapshot (REPEATABLE READ): for `verify` and
         /// `export`, which must see everything once.
         case snapshot
-        /// Only events below the oldest open transaction, as the feed serves them: for sealing, which continues
+        /// Only events below the feed's horizon (the oldest open append), as the feed serves them: for sealing, which continues
         /// later from where it stopped and so must never pass an event that could still be preceded by another.
         case stable
     }
@@ -46,7 +46,7 @@ struct AuditLog: Sendable {
             cursor = (try await EventStore.transactionId(ofPosition: position, on: connection, logger: logger), position)
         }
         let horizon = switch extent {
-        case .stable: "pg_snapshot_xmin(pg_current_snapshot())"
+        case .stable: EventStore.feedHorizon
         case .snapshot: "'18446744073709551615'::xid8"  // the largest xid8: no limit
         }
         if case .snapshot = extent {

@@ -136,8 +136,8 @@ struct LedgerDigests: Sendable {
         }
     }
 
-    /// Returns once every transaction that had an id when it was called has ended, or `atMost` has passed.
-    /// PostgreSQL has no statement that waits for another transaction's end, so this polls (20 ms).
+    /// Returns once every append running when it was called has ended (the feed's horizon has passed them), or
+    /// `atMost` has passed. PostgreSQL has no statement that waits for another transaction's end, so this polls (20 ms).
     private func waitForTransactionsOpenNow(atMost: Duration) async throws {
         var horizon: String?
         for try await xmax in try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text", .reads, logger: logger)
@@ -146,7 +146,7 @@ struct LedgerDigests: Sendable {
         let deadline = ContinuousClock.now + atMost
         while ContinuousClock.now < deadline {
             for try await passed in try await client.query(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= \(horizon)::xid8", .reads, logger: logger
+                "SELECT \(unescaped: EventStore.feedHorizon) >= \(horizon)::xid8", .reads, logger: logger
             ).decode(Bool.self) where passed { return }
             try await Task.sleep(for: .milliseconds(20))
         }

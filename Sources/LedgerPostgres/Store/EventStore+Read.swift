@@ -120,14 +120,14 @@ extension EventStore {
     /// position whose transaction has not committed yet and never come back for it. Instead every row records
     /// its writer's transaction id, and the feed:
     /// - is ordered by (transaction id, position), and
-    /// - only returns rows whose transaction id is below the oldest transaction still running
-    ///   (`pg_snapshot_xmin(pg_current_snapshot())`).
-    /// Every transaction below that horizon has finished, and every transaction that has not finished, or has not
-    /// started, gets an id at or above it; so no row can later appear before a row already read. Writers take no
-    /// global lock; the price is that one long-running transaction holds the feed back until it ends.
+    /// - only returns rows whose transaction id is below the oldest append still running (`feedHorizon`).
+    /// Every append below that horizon has finished, and every append that has not finished, or has not started, has
+    /// or gets an id at or above it; so no row can later appear before a row already read. Writers take no global
+    /// lock; the price is that a long-running append holds the feed back until it ends — but only an append: another
+    /// open transaction (in another database, an import, a session idle in transaction) is passed over.
     /// The cursor stays a plain position: the event at that position gives the (transaction id, position) to resume after.
     func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
-        let horizon = "pg_snapshot_xmin(pg_current_snapshot())"
+        let horizon = Self.feedHorizon
         guard let position else {
             return try await client.query(
                 """
@@ -159,6 +159,10 @@ extension EventStore {
         for try await xid in rows.decode(String.self) { return xid }
         throw EventStoreError.unknownPosition(position)
     }
+
+    /// The feed's horizon, as SQL: the oldest transaction of the reading statement's snapshot that may still add an
+    /// event it does not see (`schema/020_feed_horizon.sql`), computed once per statement (a scalar subquery).
+    static let feedHorizon = "(SELECT feed_horizon(pg_current_snapshot()))"
 
     /// The columns every read selects, in the order `decode` expects.
     static let columns = "position, order_id, version, event_id, type, data::text, metadata::text, occurred_at, recorded_at"
