@@ -57,7 +57,7 @@ public struct ProviderQuestions: Sendable {
         case .appStore: await askAppStore(about: order, now: now)
         case .alipay: await askAlipay(about: order, now: now)
         case .wechatPay: await askWeChatPay(about: order, now: now)
-        default: .notAskable("order \(order.orderId) is paid with \(order.provider.rawValue): there is no provider to ask")
+        case .other: .notAskable("order \(order.orderId) is paid with \(order.provider.rawValue): there is no provider to ask")
         }
     }
 

@@ -59,8 +59,8 @@ struct SignatureAudit {
                 await alipay.check(stored.location, kind: kind) { try verifiers.alipay?.verifyStoredSignature(evidence: stored.evidence) }
             case .wechatPay:
                 await wechatPay.check(stored.location, kind: kind) { try verifiers.wechatPay?.verifyStoredSignature(evidence: stored.evidence) }
-            default:
-                break
+            case .appStore, .other:
+                break  // the App Store's are JWS, checked above; `other` is never stored here (`StoredSignatures.notifying`)
             }
         }
         let tallies = [appStore, alipay, wechatPay]

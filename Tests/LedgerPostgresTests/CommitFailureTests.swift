@@ -105,8 +105,8 @@ struct CommitFailureTests {
                 try await database.operations.rotateToken(name: "checkout", overlap: .zero)
             }
             await expectUnconfirmed("a revocation") { try await database.operations.revokeToken(name: "checkout") }
-            // A digest: an error, or nothing sealed when other databases' open transactions hold the horizon back
-            // (the suite's), never a checkpoint that was not stored.
+            // A digest: an error, or nothing sealed when an append still open holds the feed's horizon back, never a
+            // checkpoint that was not stored.
             do {
                 let sealed = try await database.operations.sealNow()
                 #expect(sealed == nil, "a digest: acknowledged, but its commit failed")

@@ -33,8 +33,8 @@ struct DigestSealingTests {
                 try await otherSealer.queryToEnd("SELECT pg_advisory_unlock(\(LedgerDigests.lockKey))", logger: Self.logger)
             }
             #expect(try await digests.latest() == nil, "nothing was sealed while the other held the turn")
-            // With the turn free, a skipping sealer seals (other tests' open transactions may hold the horizon back
-            // for a moment, so a round may seal nothing yet; the next one does).
+            // With the turn free, a skipping sealer seals (an append still ending may hold the horizon back for a
+            // moment, so a round may seal nothing yet; the next one does).
             var sealed: DigestCheckpoint?
             let deadline = ContinuousClock.now + .seconds(120)
             while sealed?.eventCount != 6, ContinuousClock.now < deadline {
@@ -53,8 +53,8 @@ struct DigestSealingTests {
             let ledger = Ledger(client: client)
             try await recordHappyOrders(1, on: ledger)
             let digests = LedgerDigests(client: client)
-            // Other tests' open transactions may hold the sealing horizon back for a while (a round then seals
-            // nothing, and returns), so the first checkpoint is waited for, bounded.
+            // An append still ending may hold the sealing horizon back for a moment (a round then seals nothing, and
+            // returns), so the first checkpoint is waited for, bounded.
             let deadline = ContinuousClock.now + .seconds(120)
             var sealed = try await digests.seal()
             while sealed == nil, ContinuousClock.now < deadline { sealed = try await digests.seal() }

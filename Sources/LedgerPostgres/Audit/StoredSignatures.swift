@@ -41,7 +41,7 @@ struct StoredSignatures: Sendable {
             SELECT 'order ' || order_id || ' version ' || version,
                    CASE WHEN data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
                    COALESCE(data->'evidence'->>'signedPayload', data->'evidence'->>'signedTransactionInfo'), position
-            FROM events WHERE type = 'provider.notified' AND data->>'provider' = 'app_store'
+            FROM events WHERE type = 'provider.notified' AND data->>'provider' = \(Provider.appStore.rawValue)
             UNION ALL
             SELECT 'order ' || order_id || ' version ' || version, 'transaction', data->>'signedTransaction', position
             FROM events WHERE type = 'receipt.received' AND data ? 'signedTransaction'
@@ -49,13 +49,16 @@ struct StoredSignatures: Sendable {
             SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id,
                    CASE WHEN unmatched_data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
                    COALESCE(unmatched_data->'evidence'->>'signedPayload', unmatched_data->'evidence'->>'signedTransactionInfo'), NULL
-            FROM provider_messages WHERE order_id IS NULL AND provider = 'app_store'
+            FROM provider_messages WHERE order_id IS NULL AND provider = \(Provider.appStore.rawValue)
             ORDER BY 4 NULLS LAST, 1
             """, .reads, logger: logger)
         for try await (location, kind, jws, _) in rows.decode((String, String, String?, Int64?).self) {
             try await body(StoredAppStoreJWS(location: location, kind: kind == "transaction" ? .transaction : .notification, jws: jws ?? ""))
         }
     }
+
+    /// The providers whose kept messages carry signed HTTP answers (`forEachProviderMessage`), by their stored names.
+    static let notifying = [Provider.alipay.rawValue, Provider.wechatPay.rawValue]
 
     /// Every Alipay and WeChat Pay message kept: on orders (`provider.notified`), then those kept in
     /// `provider_messages` alone (unmatched, or refused by the event rules), in the order they were recorded, then the
@@ -65,15 +68,15 @@ struct StoredSignatures: Sendable {
         let rows = try await client.query(
             """
             SELECT 'order ' || order_id || ' version ' || version, data->>'provider', (data->'evidence')::text, position
-            FROM events WHERE type = 'provider.notified' AND data->>'provider' IN ('alipay', 'wechat_pay')
+            FROM events WHERE type = 'provider.notified' AND data->>'provider' = ANY(\(Self.notifying))
             UNION ALL
             SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id, provider,
                    (unmatched_data->'evidence')::text, NULL
-            FROM provider_messages WHERE order_id IS NULL AND provider IN ('alipay', 'wechat_pay')
+            FROM provider_messages WHERE order_id IS NULL AND provider = ANY(\(Self.notifying))
             UNION ALL
             SELECT 'recovery attempt ' || id || ' (order ' || order_id || ')', provider, answer::text, NULL
             FROM recovery_attempts
-            WHERE provider IN ('alipay', 'wechat_pay') AND answer->>'verified' = 'true'
+            WHERE provider = ANY(\(Self.notifying)) AND answer->>'verified' = 'true'
             ORDER BY 4 NULLS LAST, 1
             """, .reads, logger: logger)
         for try await (location, provider, evidence, _) in rows.decode((String, String, String?, Int64?).self) {
