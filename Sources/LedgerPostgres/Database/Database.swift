@@ -138,6 +138,12 @@ public struct DatabaseUnreachable: Error, CustomStringConvertible {
     }
 }
 
+/// PostgreSQL could not be reached: no connection to its address or socket (refused, unreachable, timed out).
+public struct SessionNotOpened: Error, CustomStringConvertible {
+    public let underlying: any Error
+    public var description: String { "no connection to PostgreSQL (\(underlying))" }
+}
+
 /// A command that only uses a ledger found none: no `DATABASE_URL`, and no embedded cluster where it looked.
 public struct NoLedgerDatabase: Error, CustomStringConvertible {
     public let dataDirectory: String

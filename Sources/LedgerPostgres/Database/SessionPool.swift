@@ -254,12 +254,6 @@ public final class SessionPool: Service, Sendable {
     private static let silent = Logger(label: "ledger.db", factory: { _ in SwiftLogNoOpLogHandler() })
 }
 
-/// PostgreSQL could not be reached: no connection to its address or socket (refused, unreachable, timed out).
-public struct SessionNotOpened: Error, CustomStringConvertible {
-    public let underlying: any Error
-    public var description: String { "no connection to PostgreSQL (\(underlying))" }
-}
-
 /// The pool is stopped (`serve` is shutting down, or a command has finished).
 public struct SessionPoolClosed: Error, CustomStringConvertible {
     public var description: String { "the database session pool is closed" }
