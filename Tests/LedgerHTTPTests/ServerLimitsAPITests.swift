@@ -19,15 +19,10 @@ struct ServerLimitsAPITests {
             // The pool's one connection opened first, without a deadline: on a machine busy with the whole suite,
             // connecting alone can take longer than readiness waits.
             try await api.ledger.client.query("SELECT 1", logger: .init(label: "test"))
-            // Ready while the database answers: asked until it says so. Under the whole suite's load on two cores,
-            // beside two busy loops, five checks in a row took longer than readiness's 2 s (each one's connection,
-            // closed at the timeout, is opened again for the next); the minute is a guard, not a guess.
-            let asking = ContinuousClock.now
-            var ready = false
-            while !ready, ContinuousClock.now - asking < .seconds(60) {
-                ready = try await api.get("/readyz", token: nil).status == .ok
-            }
-            #expect(ready)
+            // No readiness check before: that the service is ready while the database answers is
+            // `FeedAndDocumentTests`' to show. Here a check that ran past its 2 s under the whole suite's load closed
+            // the only session, and the next one had to open another: the stopped backend was then not the one
+            // readiness used (and in one run no check said ready for a minute).
             // The service's only session; stopping its backend leaves a connection on which no query ever returns.
             let backends = try await owner.query(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = 'ledger_service'",
