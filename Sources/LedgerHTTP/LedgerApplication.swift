@@ -36,7 +36,7 @@ public enum LedgerApplication {
         let reads = ReadSource(primary: ledger, replicas: replicas)
         OrderRoutes(
             ledger: ledger, reads: reads, metrics: metrics, histories: RenderedHistories(),
-            appStore: providers.appStore, askableProviders: recoverer?.askableProviders ?? [])
+            appStore: providers.appStore, askableProviders: recoverer?.providers ?? [])
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)

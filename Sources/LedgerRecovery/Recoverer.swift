@@ -20,10 +20,9 @@ import Synchronization
 public struct Recoverer: Sendable {
     let database: LedgerDatabase
     let questions: ProviderQuestions
-    /// The providers the ledger can ask (their clients are configured): only their orders enter the schedule.
-    let providers: [Provider]
-    /// The providers whose orders can be asked about (`providers`): the order's answer says so (`providerAskable`).
-    public var askableProviders: [Provider] { providers }
+    /// The providers the ledger can ask (their clients are configured): only their orders enter the schedule, and
+    /// only their orders' answers say `providerAskable`.
+    public let providers: [Provider]
     public let plan: RecoveryPlan
     let clock: @Sendable () -> Date
     let logger: Logger
