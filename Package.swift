@@ -54,6 +54,8 @@ let package = Package(
                 .embedInCode("018_sweep_pages.sql"),
                 .embedInCode("019_unclaimed_receipt_purchases.sql"),
                 .embedInCode("020_feed_horizon.sql"),
+                .embedInCode("021_stream_kinds.sql"),
+                .embedInCode("022_feed_consumers.sql"),
             ]
         ),
         .target(

@@ -22,5 +22,7 @@ public enum LedgerSchema {
         ("018_sweep_pages.sql", String(decoding: PackageResources._18_sweep_pages_sql, as: UTF8.self)),
         ("019_unclaimed_receipt_purchases.sql", String(decoding: PackageResources._19_unclaimed_receipt_purchases_sql, as: UTF8.self)),
         ("020_feed_horizon.sql", String(decoding: PackageResources._20_feed_horizon_sql, as: UTF8.self)),
+        ("021_stream_kinds.sql", String(decoding: PackageResources._21_stream_kinds_sql, as: UTF8.self)),
+        ("022_feed_consumers.sql", String(decoding: PackageResources._22_feed_consumers_sql, as: UTF8.self)),
     ]
 }

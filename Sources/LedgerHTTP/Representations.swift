@@ -121,11 +121,13 @@ extension TransactionStatus {
 }
 
 extension StoredEvent {
-    /// A feed entry.
+    /// A feed entry: every kind of stream, each named by `kind` and `streamId`; an order's also by `orderId`, as
+    /// entries were before streams had kinds.
     public var feedJSON: JSONValue {
-        .object([
+        var members: [String: JSONValue] = [
             "position": .int(position),
-            "orderId": .string(orderId),
+            "kind": .string(stream.kind.name),
+            "streamId": .string(stream.id),
             "version": .int(Int64(version)),
             "eventId": .string(eventId.lowercasedText),
             "type": .string(type),
@@ -133,7 +135,9 @@ extension StoredEvent {
             "recordedAt": .time(recordedAt),
             "actor": actor,
             "data": data,
-        ])
+        ]
+        if stream.kind == .order { members["orderId"] = .string(stream.id) }
+        return .object(members)
     }
 }
 

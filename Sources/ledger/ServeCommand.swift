@@ -42,6 +42,10 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var recovery: RecoveryOptions
     @OptionGroup var replicaOptions: ReplicaOptions
 
+    /// The feed consumers `serve` runs, each as a periodic job (`PeriodicJob.consuming`): none yet; the webhooks'
+    /// deliveries will be the first.
+    static let consumers: [FeedConsumer] = []
+
     func run() async throws {
         // Swift tasks run on NIO's event loops: no hop to the concurrency pool and back on every await of the
         // database (measured, 16 clients: history reads +15%, appends unchanged; BENCHMARKS.md).
@@ -88,16 +92,22 @@ struct ServeCommand: AsyncParsableCommand {
             // The monitor only reads positions: stopping it mid-round loses nothing.
             loops.append(BackgroundLoop(name: "replica monitor") { await cancelWhenGracefulShutdown { await replicas.run() } })
         }
+        var jobs: [PeriodicJob] = []
         if sealInterval > 0 {
-            let interval = Duration.seconds(sealInterval)
             let operations = ledger.operations
-            loops.append(BackgroundLoop(name: "digest sealer") { await DigestSealing.run(every: interval, operations: operations, logger: logger) })
+            jobs.append(PeriodicJob(name: "digest sealer", interval: .seconds(sealInterval)) {
+                try await operations.seal(whenAnotherIsSealing: .skip).map { "sealed the ledger digest \($0.pinned)" }
+            })
         }
         if let recoverer, recovery.interval > 0 {
-            let interval = Duration.seconds(recovery.interval)
             logger.info("recovery: asking \(questions.askable.map(\.rawValue).joined(separator: ", ")) about orders that may be lost, every \(recovery.interval) s")
-            loops.append(BackgroundLoop(name: "recovery") { await RecoveryRounds.run(every: interval, recoverer: recoverer, logger: logger) })
+            jobs.append(PeriodicJob(name: "recovery", interval: .seconds(recovery.interval)) {
+                let reports = try await recoverer.runRound()
+                return reports.isEmpty ? nil : "asked about \(reports.count) order(s)"
+            })
         }
+        jobs += Self.consumers.map { PeriodicJob.consuming($0, on: ledger.consumers, every: .seconds(1)) }
+        loops += jobs.map { $0.loop(logger: logger) }
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
                 try await ServeServices.run(app: app, loops: loops, pools: pools, logger: logger)

@@ -59,7 +59,7 @@ enum VerifyReportText {
         ]
         lines.append(report.brokenEvents.isEmpty ? "hash chains: ok" : "hash chains: \(report.brokenEvents.count) broken")
         for broken in report.brokenEvents {
-            lines.append("  order \(broken.orderId) version \(broken.version) (position \(broken.position)): \(broken.problem)")
+            lines.append("  \(broken.stream) version \(broken.version) (position \(broken.position)): \(broken.problem)")
         }
         if report.checkpointMismatches.isEmpty {
             lines.append("stored digests: ok")

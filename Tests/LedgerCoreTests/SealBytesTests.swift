@@ -68,20 +68,43 @@ struct SealBytesTests {
             ([:], [:], Date(timeIntervalSince1970: -1)),
             (["é": 1, "e": 2, "E": ["b": [], "a": [:]]], ["ﬀ": "x"], Date(timeIntervalSince1970: 0)),
         ]
+        // Orders name their stream `orderId`, as before kinds; any other kind names it `kind` and `streamId`.
         for (index, sample) in samples.enumerated() {
             let arguments = (
-                orderId: "order-\(index)", version: [1, 9, 10, Int(Int32.max)][index], eventId: UUID(),
+                stream: index.isMultiple(of: 2) ? StreamName.order("order-\(index)") : StreamName(StreamKind("later_kind"), "s-\(index)"),
+                version: [1, 9, 10, Int(Int32.max)][index], eventId: UUID(),
                 type: ["order.created", "receipt.received", "t\"", "order.granted"][index])
             let written = EventSeal.canonicalBytes(
-                orderId: arguments.orderId, version: arguments.version, eventId: arguments.eventId, type: arguments.type,
+                stream: arguments.stream, version: arguments.version, eventId: arguments.eventId, type: arguments.type,
                 data: sample.data, metadata: sample.metadata, occurredAt: sample.occurredAt,
                 recordedAt: Date(timeIntervalSince1970: 1_795_007_109.654321))
             let defined = EventSeal.canonicalValue(
-                orderId: arguments.orderId, version: arguments.version, eventId: arguments.eventId, type: arguments.type,
+                stream: arguments.stream, version: arguments.version, eventId: arguments.eventId, type: arguments.type,
                 data: sample.data, metadata: sample.metadata, occurredAt: sample.occurredAt,
                 recordedAt: Date(timeIntervalSince1970: 1_795_007_109.654321))
             #expect(String(decoding: written, as: UTF8.self) == defined.canonicalJSON)
             #expect(try JSONValue(parsing: written) == defined)
         }
+    }
+}
+
+/// Stream kinds (schema/021) changed nothing an order's event was sealed with: its bytes are still those of the
+/// object with `orderId`, byte for byte as written before kinds existed (this hash is from the fixture of
+/// Tests/Fixtures/pre-kinds, event 1, written by the build before kinds).
+@Suite("Seal bytes: an order's are those it had before stream kinds")
+struct OrderSealBytesTests {
+    @Test func anOrdersFirstEventHashesAsItDidBeforeKinds() throws {
+        let canonical = EventSeal.canonicalBytes(
+            stream: .order("happy-0"), version: 1, eventId: try #require(UUID(uuidString: "d6a3f6d8-bfbf-4beb-8b6d-fd872dcaf48b")),
+            type: "order.created",
+            data: [
+                "accountId": "acct-0", "amount": ["currency": "USD", "value": 499], "environment": "production",
+                "productId": "gems.100", "provider": "app_store", "quantity": 1,
+            ],
+            metadata: ["actor": "dev", "requestId": "2a58538a-24d7-44a1-9b40-ab2bfb3d807c"],
+            occurredAt: try #require(RFC3339.parse("2026-11-20T09:00:00.000000Z")),
+            recordedAt: try #require(RFC3339.parse("2026-11-27T08:13:29.502876Z")))
+        #expect(EventSeal.hash(previous: nil, canonical: canonical).hex
+            == "2b29879ea37dac5f3cf2ac1ba51b3ea82cb2dfd35fc909d5e4e3f4dcb0d1ade1")
     }
 }

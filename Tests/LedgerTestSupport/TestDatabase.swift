@@ -124,6 +124,39 @@ public enum TestDatabase {
         return (Database(configuration: configuration, embedded: cluster), name)
     }
 
+    /// Runs `body` with the URL of a database of its own made from a plain SQL dump (`pg_dump`), loaded by `psql`
+    /// into an empty database, and a client to it: no migration runs first, the dump brings its own schema (run
+    /// `ledger migrate` on the URL before the client writes). Dropped afterwards.
+    public static func withDump<T: Sendable>(
+        _ dump: URL, _ body: @Sendable @escaping (_ url: String, _ client: SessionPool) async throws -> T
+    ) async throws -> T {
+        let cluster = try await cluster.value
+        let name = "dump_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await admin(cluster) { client in
+            try await client.query("CREATE DATABASE \(unescaped: name) TEMPLATE template0")
+        }
+        do {
+            let url = try await url(of: name)
+            let loaded = try PostgresBinaries.locate().run(
+                "psql", ["--quiet", "--no-psqlrc", "-v", "ON_ERROR_STOP=1", "--file", dump.path, "--dbname", url], as: nil)
+            guard loaded.status == 0 else { throw DumpNotLoaded(dump: dump.path, output: loaded.output) }
+            var configuration = cluster.configuration(database: name)
+            configuration.options.maximumConnections = 8
+            let result = try await Database(configuration: configuration).withClient { client in try await body(url, client) }
+            try await drop(name)
+            return result
+        } catch {
+            try? await drop(name)
+            throw error
+        }
+    }
+
+    struct DumpNotLoaded: Error, CustomStringConvertible {
+        let dump: String
+        let output: String
+        var description: String { "psql could not load \(dump): \(output)" }
+    }
+
     public static func drop(_ name: String) async throws {
         try await admin(try await cluster.value) { client in
             try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")

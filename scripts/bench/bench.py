@@ -290,15 +290,16 @@ def top_up(url, events, tag):
     for first in range(1, extra_orders + 1, chunk):
         last = min(extra_orders, first + chunk - 1)
         psql(url, f"""
-            INSERT INTO streams (order_id, version, last_hash)
-            SELECT '{tag}-' || g, 6, (SELECT hash FROM events WHERE order_id = 'h-1' AND version = 6)
+            INSERT INTO streams (kind, stream_id, version, last_hash)
+            SELECT 'order', '{tag}-' || g, 6,
+                   (SELECT hash FROM events WHERE kind = 'order' AND stream_id = 'h-1' AND version = 6)
             FROM generate_series({first}, {last}) g;
-            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
-            SELECT '{tag}-' || g, e.version, gen_random_uuid(), e.type,
+            INSERT INTO events (kind, stream_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+            SELECT 'order', '{tag}-' || g, e.version, gen_random_uuid(), e.type,
                    CASE WHEN e.data ? 'transactionId'
                         THEN jsonb_set(e.data, '{{transactionId}}', to_jsonb('t-{tag}-' || g)) ELSE e.data END,
                    e.metadata, e.occurred_at, e.recorded_at, e.canonical, e.hash
-            FROM generate_series({first}, {last}) g CROSS JOIN (SELECT * FROM events WHERE order_id = 'h-1') e
+            FROM generate_series({first}, {last}) g CROSS JOIN (SELECT * FROM events WHERE kind = 'order' AND stream_id = 'h-1') e
             ORDER BY g, e.version""")
     psql(url, "VACUUM ANALYZE")
     total = int(psql(url, "SELECT count(*) FROM events"))

@@ -205,7 +205,8 @@ def check_ledger(service, prefix, acknowledged):
     """The database's view of the orders whose ids start with `prefix`: returns a dict of figures and a list of
     problems (empty: every acknowledged event exactly once, no half-written order, verify passed)."""
     problems = []
-    rows = service.psql(f"SELECT event_id::text, order_id, type FROM events WHERE order_id LIKE '{prefix}%'")
+    rows = service.psql(
+        f"SELECT event_id::text, stream_id, type FROM events WHERE kind = 'order' AND stream_id LIKE '{prefix}%'")
     found = {}
     for event_id, order_id, event_type in rows:
         found[event_id] = found.get(event_id, 0) + 1
@@ -220,11 +221,12 @@ def check_ledger(service, prefix, acknowledged):
     if duplicates:
         problems.append(f"{duplicates} duplicate events")
     half = service.psql(f"""
-        SELECT coalesce(o.order_id, e.order_id, s.order_id), o.version, e.max_version, s.version
-        FROM (SELECT order_id, max(version) AS max_version, count(*) AS n FROM events
-              WHERE order_id LIKE '{prefix}%' GROUP BY order_id) e
+        SELECT coalesce(o.order_id, e.order_id, s.stream_id), o.version, e.max_version, s.version
+        FROM (SELECT stream_id AS order_id, max(version) AS max_version, count(*) AS n FROM events
+              WHERE kind = 'order' AND stream_id LIKE '{prefix}%' GROUP BY stream_id) e
         FULL JOIN (SELECT * FROM orders WHERE order_id LIKE '{prefix}%') o ON o.order_id = e.order_id
-        FULL JOIN (SELECT * FROM streams WHERE order_id LIKE '{prefix}%') s ON s.order_id = coalesce(o.order_id, e.order_id)
+        FULL JOIN (SELECT * FROM streams WHERE kind = 'order' AND stream_id LIKE '{prefix}%') s
+            ON s.stream_id = coalesce(o.order_id, e.order_id)
         WHERE o.version IS DISTINCT FROM e.max_version OR s.version IS DISTINCT FROM e.max_version
            OR e.max_version IS DISTINCT FROM e.n""")
     if half:

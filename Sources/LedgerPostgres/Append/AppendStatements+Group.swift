@@ -64,7 +64,8 @@ extension AppendStatements {
               AND w.recorded_at <= clock_timestamp() AND w.recorded_at > clock_timestamp() - \(unescaped: tolerance)
         ), head AS (
             SELECT w.n, s.row FROM w CROSS JOIN LATERAL (
-                SELECT ctid AS row FROM streams WHERE order_id = w.order_id AND version = w.version FOR UPDATE SKIP LOCKED
+                SELECT ctid AS row FROM streams
+                WHERE kind = 'order' AND stream_id = w.order_id AND version = w.version FOR UPDATE SKIP LOCKED
             ) s
             WHERE w.stream_exists
         ), moved AS (
@@ -73,22 +74,22 @@ extension AppendStatements {
             WHERE s.ctid = h.row
             RETURNING h.n
         ), created AS (
-            INSERT INTO streams (order_id, version, last_hash)
-            SELECT order_id, new_version, last_hash FROM w WHERE NOT stream_exists
-            ON CONFLICT (order_id) DO NOTHING
-            RETURNING order_id
+            INSERT INTO streams (kind, stream_id, version, last_hash)
+            SELECT 'order', order_id, new_version, last_hash FROM w WHERE NOT stream_exists
+            ON CONFLICT (kind, stream_id) DO NOTHING
+            RETURNING stream_id AS order_id
         ), won AS (
             SELECT n FROM moved UNION ALL SELECT w.n FROM created JOIN w USING (order_id)
         ), appended AS (
-            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
-            SELECT w.order_id, w.version + e.ordinal, e.event_id, e.type, e.data::jsonb, e.metadata::jsonb,
+            INSERT INTO events (kind, stream_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+            SELECT 'order', w.order_id, w.version + e.ordinal, e.event_id, e.type, e.data::jsonb, e.metadata::jsonb,
                    NULLIF(e.occurred_at, '')::timestamptz, w.recorded_at, e.canonical, e.hash
             FROM unnest(\(eventWrite)::int8[], \(ordinals)::int8[], \(ids)::uuid[], \(types)::text[], \(data)::text[],
                         \(metadata)::text[], \(occurredAt)::text[], \(canonicals)::bytea[], \(hashes)::bytea[])
                  AS e(n, ordinal, event_id, type, data, metadata, occurred_at, canonical, hash)
             JOIN won USING (n) JOIN w USING (n)
             ORDER BY e.n, e.ordinal
-            RETURNING order_id, event_id, version, position
+            RETURNING stream_id AS order_id, event_id, version, position
         ), o AS (
             SELECT * FROM unnest(\(orderColumns: writes.map(\.order)))
                  WITH ORDINALITY AS o(\(unescaped: OrderRows.orderColumns), n)

@@ -83,12 +83,13 @@ struct AppendStatements {
                bound.ids, bound.orders, bound.granted, (SELECT epoch FROM api_token_epoch),
                \(unescaped: OrderRows.orderColumnsOfO)
         FROM (VALUES (\(orderId))) AS wanted(order_id)
-        LEFT JOIN streams s USING (order_id)
+        LEFT JOIN streams s ON s.kind = 'order' AND s.stream_id = wanted.order_id
         LEFT JOIN orders o USING (order_id)
         CROSS JOIN LATERAL (
-            SELECT array_agg(e.event_id) AS ids, array_agg(e.order_id) AS orders, array_agg(e.version) AS versions,
+            SELECT array_agg(e.event_id) AS ids, array_agg(e.stream_id) AS orders, array_agg(e.version) AS versions,
                    array_agg(e.position) AS positions,
-                   array_agg(e.order_id = \(orderId) AND e.type = n.type AND e.data = n.data::jsonb) AS same
+                   array_agg(e.kind = 'order' AND e.stream_id = \(orderId) AND e.type = n.type AND e.data = n.data::jsonb)
+                       AS same
             FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
                         \(events.map(\.data.canonicalJSON))::text[]) AS n(event_id, type, data)
             JOIN events e USING (event_id)
@@ -155,23 +156,24 @@ struct AppendStatements {
         return """
         WITH head AS (
             SELECT 1 FROM streams
-            WHERE order_id = \(snapshot.orderId) AND version = \(snapshot.version) AND \(snapshot.streamExists)
+            WHERE kind = 'order' AND stream_id = \(snapshot.orderId) AND version = \(snapshot.version)
+                  AND \(snapshot.streamExists)
             FOR UPDATE \(unescaped: queued ? "" : "NOWAIT")
         ), moved AS (
             UPDATE streams SET version = \(newVersion), last_hash = \(sealed.lastHash)::bytea
-            WHERE order_id = \(snapshot.orderId) AND EXISTS (SELECT 1 FROM head)
+            WHERE kind = 'order' AND stream_id = \(snapshot.orderId) AND EXISTS (SELECT 1 FROM head)
             RETURNING 1
         ), created AS (
-            INSERT INTO streams (order_id, version, last_hash)
-            SELECT \(snapshot.orderId), \(newVersion), \(sealed.lastHash)::bytea
+            INSERT INTO streams (kind, stream_id, version, last_hash)
+            SELECT 'order', \(snapshot.orderId), \(newVersion), \(sealed.lastHash)::bytea
             WHERE NOT \(snapshot.streamExists)
-            ON CONFLICT (order_id) DO NOTHING
+            ON CONFLICT (kind, stream_id) DO NOTHING
             RETURNING 1
         ), won AS (
             SELECT 1 FROM moved UNION ALL SELECT 1 FROM created
         ), appended AS (
-            INSERT INTO events (order_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
-            SELECT \(snapshot.orderId), \(snapshot.version) + n.ordinal, n.event_id, n.type, n.data::jsonb,
+            INSERT INTO events (kind, stream_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
+            SELECT 'order', \(snapshot.orderId), \(snapshot.version) + n.ordinal, n.event_id, n.type, n.data::jsonb,
                    n.metadata::jsonb, NULLIF(n.occurred_at, '')::timestamptz, \(recordedAt),
                    n.canonical, n.hash
             FROM unnest(\(events.map(\.eventId))::uuid[], \(events.map(\.type))::text[],
@@ -269,7 +271,7 @@ struct SealedEvents {
         var previous = snapshot.lastHash
         for (offset, event) in events.enumerated() {
             let canonical = EventSeal.canonicalBytes(
-                orderId: snapshot.orderId, version: snapshot.version + offset + 1, eventId: event.eventId,
+                stream: .order(snapshot.orderId), version: snapshot.version + offset + 1, eventId: event.eventId,
                 type: event.type, data: event.data, metadata: event.metadata, occurredAt: event.occurredAt,
                 recordedAt: snapshot.recordedAt)
             let hash = EventSeal.hash(previous: previous, canonical: canonical)

@@ -79,7 +79,7 @@ extension Ledger {
             } catch EventStoreError.versionConflict, EventStoreError.idempotencyConflict {
                 // The order moved (or the same message is being recorded by another delivery): read what is new.
             }
-            try fold.add(try await store.read(orderId, after: order.version))
+            try fold.add(try await store.read(.order(orderId), after: order.version))
         }
         throw EventStoreError.contended(orderId: orderId)
     }

@@ -57,7 +57,8 @@ struct AuditLog: Sendable {
                 let rows = try await connection.query(
                     """
                     SELECT \(unescaped: Self.columns), e.transaction_xid::text
-                    FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
+                    FROM events e
+                    LEFT JOIN events p ON p.kind = e.kind AND p.stream_id = e.stream_id AND p.version = e.version - 1
                     WHERE (e.transaction_xid, e.position) > (\(cursor?.xid ?? "0")::xid8, \(cursor?.position ?? 0))
                       AND e.transaction_xid < \(unescaped: horizon)
                     ORDER BY e.transaction_xid, e.position
@@ -79,28 +80,28 @@ struct AuditLog: Sendable {
         if case .snapshot = extent { try await connection.query("ROLLBACK", logger: logger) }
     }
 
-    /// One order's events in version order.
-    func forEach(ofOrder orderId: String, _ body: (AuditedEvent) async throws -> Bool) async throws {
+    /// One stream's events in version order.
+    func forEach(of stream: StreamName, _ body: (AuditedEvent) async throws -> Bool) async throws {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns)
-            FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
-            WHERE e.order_id = \(orderId) ORDER BY e.version
+            FROM events e LEFT JOIN events p ON p.kind = e.kind AND p.stream_id = e.stream_id AND p.version = e.version - 1
+            WHERE e.kind = \(stream.kind.name) AND e.stream_id = \(stream.id) ORDER BY e.version
             """, .reads, logger: logger)
         for try await row in rows {
             guard try await body(try Self.decode(row)) else { return }
         }
     }
 
-    /// One order's hash chain, link by link: each event's hash, what is wrong with its seal, and whether the chain
+    /// One stream's hash chain, link by link: each event's hash, what is wrong with its seal, and whether the chain
     /// holds from the first event up to it.
     /// Within the request's deadline (an API read).
-    func chain(ofOrder orderId: String) async throws -> [ChainLink] {
+    func chain(of stream: StreamName) async throws -> [ChainLink] {
         try await client.query(
             """
             SELECT \(unescaped: Self.columns)
-            FROM events e LEFT JOIN events p ON p.order_id = e.order_id AND p.version = e.version - 1
-            WHERE e.order_id = \(orderId) ORDER BY e.version
+            FROM events e LEFT JOIN events p ON p.kind = e.kind AND p.stream_id = e.stream_id AND p.version = e.version - 1
+            WHERE e.kind = \(stream.kind.name) AND e.stream_id = \(stream.id) ORDER BY e.version
             """, .reads, logger: logger
         ) { rows in
             var links: [ChainLink] = []
@@ -118,10 +119,10 @@ struct AuditLog: Sendable {
     }
 
     static let columns = """
-        e.position, e.order_id, e.version, e.event_id, e.type, e.data::text, e.metadata::text, e.occurred_at, e.recorded_at,
-        e.canonical, e.hash, p.hash
+        e.position, e.kind, e.stream_id, e.version, e.event_id, e.type, e.data::text, e.metadata::text, e.occurred_at,
+        e.recorded_at, e.canonical, e.hash, p.hash
         """
-    static let columnCount = 12
+    static let columnCount = 13
 
     static func decode(_ row: PostgresRow) throws -> AuditedEvent {
         let columns = row.makeRandomAccess()
@@ -130,12 +131,13 @@ struct AuditLog: Sendable {
         }
         return AuditedEvent(
             event: StoredEvent(
-                position: try columns[0].decode(Int64.self), orderId: try columns[1].decode(String.self),
-                version: try columns[2].decode(Int.self), eventId: try columns[3].decode(UUID.self),
-                type: try columns[4].decode(String.self),
-                data: try JSONValue(parsing: Array(try columns[5].decode(String.self).utf8)),
-                metadata: try JSONValue(parsing: Array(try columns[6].decode(String.self).utf8)),
-                occurredAt: try columns[7].decode(Date?.self), recordedAt: try columns[8].decode(Date.self)),
-            canonical: try bytes(9), hash: try bytes(10), previousHash: try bytes(11))
+                position: try columns[0].decode(Int64.self),
+                stream: StreamName(StreamKind(try columns[1].decode(String.self)), try columns[2].decode(String.self)),
+                version: try columns[3].decode(Int.self), eventId: try columns[4].decode(UUID.self),
+                type: try columns[5].decode(String.self),
+                data: try JSONValue(parsing: Array(try columns[6].decode(String.self).utf8)),
+                metadata: try JSONValue(parsing: Array(try columns[7].decode(String.self).utf8)),
+                occurredAt: try columns[8].decode(Date?.self), recordedAt: try columns[9].decode(Date.self)),
+            canonical: try bytes(10), hash: try bytes(11), previousHash: try bytes(12))
     }
 }

@@ -1,13 +1,13 @@
 import Foundation
 import LedgerCore
 
-/// A stored event with its seal: the bytes its hash covers, its hash, and the hash of the order's event before it.
+/// A stored event with its seal: the bytes its hash covers, its hash, and the hash of the stream's event before it.
 public struct AuditedEvent: Sendable, Hashable {
     public var event: StoredEvent
     /// Nil for an event stored before sealing existed (or one whose seal was removed).
     public var canonical: [UInt8]?
     public var hash: [UInt8]?
-    /// The hash of version − 1 of the same order (nil for version 1, or when that event is missing).
+    /// The hash of version − 1 of the same stream (nil for version 1, or when that event is missing).
     public var previousHash: [UInt8]?
 
     /// The first thing wrong with this event's seal, or nil when it is intact: the canonical bytes say what the
@@ -20,7 +20,7 @@ public struct AuditedEvent: Sendable, Hashable {
         // events: 44.1 s → 40.7 s; the sealer does the same check). Bytes that differ may still say the same (another
         // writer's formatting of an equal value), so they are compared as JSON before the row is called changed.
         guard event.canonicalBytes == canonical || (try? JSONValue(parsing: canonical)) == event.canonicalValue else {
-            return "the stored row differs from the bytes that were hashed (order id, version, event id, type, data, metadata or times changed)"
+            return "the stored row differs from the bytes that were hashed (stream, version, event id, type, data, metadata or times changed)"
         }
         guard EventSeal.hash(previous: previousHash, canonical: canonical) == hash else {
             if event.version > 1, EventSeal.hash(previous: nil, canonical: canonical) == hash {
@@ -40,19 +40,19 @@ extension StoredEvent {
     /// The canonical bytes of what the row says (`EventSeal`).
     var canonicalBytes: [UInt8] {
         EventSeal.canonicalBytes(
-            orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
+            stream: stream, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
             occurredAt: occurredAt, recordedAt: recordedAt)
     }
 
     /// The same, as a JSON value, to compare with what other bytes parse to.
     var canonicalValue: JSONValue {
         EventSeal.canonicalValue(
-            orderId: orderId, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
+            stream: stream, version: version, eventId: eventId, type: type, data: data, metadata: metadata,
             occurredAt: occurredAt, recordedAt: recordedAt)
     }
 }
 
-/// One event's place in its order's hash chain (`AuditLog.chain(ofOrder:)`).
+/// One event's place in its stream's hash chain (`AuditLog.chain(of:)`).
 public struct ChainLink: Sendable, Hashable {
     public var version: Int
     public var position: Int64

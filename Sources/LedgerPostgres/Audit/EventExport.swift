@@ -3,7 +3,9 @@ import LedgerCore
 
 /// `ledger export`: events with their seals, in feed order, one line each, streamed (constant memory).
 /// Each line carries the exact bytes that were hashed (`canonical`) and the previous hash, so an auditor can
-/// recompute every hash from the export alone: `hash = SHA-256(previousHash ‖ canonical)`.
+/// recompute every hash from the export alone: `hash = SHA-256(previousHash ‖ canonical)`. Every kind of stream is
+/// exported: each line names its stream by `kind` and `streamId`, and an order's line also by `orderId`, as lines did
+/// before streams had kinds.
 public struct EventExport: Sendable {
     public enum Format: String, Sendable, CaseIterable {
         case jsonl, csv
@@ -69,7 +71,7 @@ public struct EventExport: Sendable {
             return true
         }
         if let orderId {
-            try await log.forEach(ofOrder: orderId, body)
+            try await log.forEach(of: .order(orderId), body)
         } else {
             try await log.forEachInFeedOrder(.snapshot, body)
         }
@@ -77,7 +79,7 @@ public struct EventExport: Sendable {
     }
 
     static let csvHeader = CSVWriter.record([
-        "position", "order_id", "version", "event_id", "type", "occurred_at", "recorded_at", "actor", "data", "metadata",
+        "position", "kind", "stream_id", "version", "event_id", "type", "occurred_at", "recorded_at", "actor", "data", "metadata",
         "previous_hash", "hash", "canonical",
     ])
 
@@ -86,19 +88,22 @@ public struct EventExport: Sendable {
         let canonical = audited.canonical.map { String(decoding: $0, as: UTF8.self) }
         switch format {
         case .jsonl:
-            return JSONValue.object([
-                "position": .int(event.position), "orderId": .string(event.orderId), "version": .int(Int64(event.version)),
+            var members: [String: JSONValue] = [
+                "position": .int(event.position), "kind": .string(event.stream.kind.name),
+                "streamId": .string(event.stream.id), "version": .int(Int64(event.version)),
                 "eventId": .string(event.eventId.lowercasedText), "type": .string(event.type),
                 "occurredAt": event.occurredAt.map { .string(RFC3339.format($0)) } ?? .null,
                 "recordedAt": .string(RFC3339.format(event.recordedAt)), "data": event.data, "metadata": event.metadata,
                 "previousHash": audited.previousHash.map { .string($0.hex) } ?? .null,
                 "hash": audited.hash.map { .string($0.hex) } ?? .null,
                 "canonical": canonical.map(JSONValue.string) ?? .null,
-            ]).canonicalJSON
+            ]
+            if event.stream.kind == .order { members["orderId"] = .string(event.stream.id) }
+            return JSONValue.object(members).canonicalJSON
         case .csv:
             let actor = if case .string(let actor)? = event.metadata["actor"] { actor } else { "" }
             return CSVWriter.record([
-                String(event.position), event.orderId, String(event.version), event.eventId.lowercasedText,
+                String(event.position), event.stream.kind.name, event.stream.id, String(event.version), event.eventId.lowercasedText,
                 event.type, event.occurredAt.map(RFC3339.format) ?? "", RFC3339.format(event.recordedAt), actor,
                 event.data.canonicalJSON, event.metadata.canonicalJSON, audited.previousHash?.hex ?? "",
                 audited.hash?.hex ?? "", canonical ?? "",

@@ -19,14 +19,14 @@ public struct DigestCheckpoint: Sendable, Hashable {
 /// order. Everything before it was sealed (`sealedUpTo`); reads go on as before. `ledger verify` says more, and
 /// docs/operating.md says what an operator does.
 public struct SealRefused: Error, CustomStringConvertible {
-    public let orderId: String
+    public let stream: StreamName
     public let version: Int
     public let position: Int64
     public let problem: String
     /// The newest checkpoint, which covers every event before the broken one (nil if none could be sealed).
     public let sealedUpTo: DigestCheckpoint?
     public var description: String {
-        "sealing stopped at order \(orderId) version \(version) (position \(position)): \(problem). "
+        "sealing stopped at \(stream) version \(version) (position \(position)): \(problem). "
             + "Events before it are sealed\(sealedUpTo.map { " (\($0.pinned))" } ?? ""); "
             + "run `ledger verify` and see docs/operating.md, \"A broken seal\""
     }
@@ -178,7 +178,7 @@ struct LedgerDigests: Sendable {
         }
         if let broken {
             throw SealRefused(
-                orderId: broken.event.orderId, version: broken.event.version, position: broken.event.position,
+                stream: broken.event.stream, version: broken.event.version, position: broken.event.position,
                 problem: broken.sealProblem ?? "the event is not sealed", sealedUpTo: checkpoint ?? start)
         }
         return checkpoint

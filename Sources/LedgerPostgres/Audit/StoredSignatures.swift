@@ -38,13 +38,14 @@ struct StoredSignatures: Sendable {
     func forEachAppStoreJWS(_ body: (StoredAppStoreJWS) async throws -> Void) async throws {
         let rows = try await client.query(
             """
-            SELECT 'order ' || order_id || ' version ' || version,
+            SELECT 'order ' || stream_id || ' version ' || version,
                    CASE WHEN data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
                    COALESCE(data->'evidence'->>'signedPayload', data->'evidence'->>'signedTransactionInfo'), position
-            FROM events WHERE type = 'provider.notified' AND data->>'provider' = \(Provider.appStore.rawValue)
+            FROM events
+            WHERE kind = 'order' AND type = 'provider.notified' AND data->>'provider' = \(Provider.appStore.rawValue)
             UNION ALL
-            SELECT 'order ' || order_id || ' version ' || version, 'transaction', data->>'signedTransaction', position
-            FROM events WHERE type = 'receipt.received' AND data ? 'signedTransaction'
+            SELECT 'order ' || stream_id || ' version ' || version, 'transaction', data->>'signedTransaction', position
+            FROM events WHERE kind = 'order' AND type = 'receipt.received' AND data ? 'signedTransaction'
             UNION ALL
             SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id,
                    CASE WHEN unmatched_data->'evidence' ? 'signedTransactionInfo' THEN 'transaction' ELSE 'notification' END,
@@ -67,8 +68,8 @@ struct StoredSignatures: Sendable {
     func forEachProviderMessage(_ body: (StoredProviderMessage) async throws -> Void) async throws {
         let rows = try await client.query(
             """
-            SELECT 'order ' || order_id || ' version ' || version, data->>'provider', (data->'evidence')::text, position
-            FROM events WHERE type = 'provider.notified' AND data->>'provider' = ANY(\(Self.notifying))
+            SELECT 'order ' || stream_id || ' version ' || version, data->>'provider', (data->'evidence')::text, position
+            FROM events WHERE kind = 'order' AND type = 'provider.notified' AND data->>'provider' = ANY(\(Self.notifying))
             UNION ALL
             SELECT CASE WHEN refused IS NULL THEN 'unmatched ' ELSE 'refused ' END || notification_id, provider,
                    (unmatched_data->'evidence')::text, NULL

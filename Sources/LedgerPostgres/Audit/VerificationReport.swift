@@ -5,13 +5,13 @@ import LedgerCore
 public struct VerificationReport: Sendable {
     /// An event whose seal does not hold: its row was edited, or its hash does not chain.
     public struct BrokenEvent: Sendable, Hashable {
-        public var orderId: String
+        public var stream: StreamName
         public var version: Int
         public var position: Int64
         public var problem: String
     }
 
-    /// A projection value that is not what the fold of the order's events gives.
+    /// A projection value that is not what the fold of its stream's events gives; or a stream this build cannot fold.
     public struct Drift: Sendable, Hashable {
         public var table: String
         public var key: String

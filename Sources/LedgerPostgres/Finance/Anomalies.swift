@@ -114,7 +114,8 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                      ELSE m.currency IS DISTINCT FROM o.currency OR m.amount_value > o.amount_value END)
                   OR (m.effect = 'payment' AND m.amount_value IS NULL AND EXISTS (
                      SELECT 1 FROM events e
-                     WHERE e.order_id = m.order_id AND e.type = 'provider.notified' AND e.data->>'provider' = m.provider
+                     WHERE e.kind = 'order' AND e.stream_id = m.order_id AND e.type = 'provider.notified'
+                       AND e.data->>'provider' = m.provider
                        AND e.data->>'notificationId' = m.notification_id AND e.data->'unconvertedPrice' IS NOT NULL)))
                  """,
                  "m.provider || ' says ' || m.effect || ' ' || coalesce(m.amount_value || ' ' || m.currency, 'a price not in whole minor units') || ', the order ' || o.amount_value || ' ' || o.currency")

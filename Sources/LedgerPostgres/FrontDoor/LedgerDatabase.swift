@@ -7,7 +7,8 @@ import ServiceLifecycle
 /// - `ledger`: orders — record, reads, the feed, evidence, providers' messages;
 /// - `finance`: reports, reconciliation, anomalies;
 /// - `operations`: digests, verification, rebuild, export, tokens, readiness;
-/// - `recovery`: the schedule of orders the ledger asks their provider about (补单), and their attempts.
+/// - `recovery`: the schedule of orders the ledger asks their provider about (补单), and their attempts;
+/// - `consumers`: readers of the feed that keep their place in it (`FeedConsumer`).
 ///
 /// Nothing outside this module holds a pool: `serve` runs this value as a service (the pools' connections live while
 /// it runs), and a command opens one with `Database.withLedger`.
@@ -17,6 +18,7 @@ public struct LedgerDatabase: Service {
     public let finance: Finance
     public let operations: Operations
     public let recovery: RecoverySchedule
+    public let consumers: FeedConsumers
 
     init(client: SessionPool, logger: Logger = Logger(label: "ledger")) {
         self.init(pools: EventLoopPools(client), logger: logger)
@@ -29,6 +31,7 @@ public struct LedgerDatabase: Service {
         self.finance = Finance(pools: pools, logger: logger)
         self.operations = Operations(pools: pools, logger: logger)
         self.recovery = RecoverySchedule(pools: pools, logger: logger)
+        self.consumers = FeedConsumers(pools: pools, logger: logger)
     }
 
     /// The first pool (`EventLoopPools.first`).

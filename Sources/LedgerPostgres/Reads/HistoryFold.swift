@@ -27,15 +27,23 @@ extension Ledger {
     /// An order's events up to `limit`, each with the state it left the order in, and the order they fold to.
     func history(_ orderId: String, upTo limit: StreamLimit?) async throws -> HistoryFold {
         var fold = HistoryFold()
-        try fold.add(try await store.read(orderId, upTo: limit))
+        try fold.add(try await store.read(.order(orderId), upTo: limit))
         return fold
     }
 }
 
 extension StoredEvent {
-    /// The domain event this stored row holds (stored data always parses: it was validated when appended).
+    /// The order event this stored row holds (stored data always parses: it was validated when appended).
     public func recordedOrderEvent() throws -> RecordedOrderEvent {
-        RecordedOrderEvent(
-            orderId: orderId, version: version, event: try OrderEvent(storedType: type, data: data), recordedAt: recordedAt)
+        guard stream.kind == .order else { throw NotAnOrderEvent(stream: stream, position: position) }
+        return RecordedOrderEvent(
+            orderId: stream.id, version: version, event: try OrderEvent(storedType: type, data: data), recordedAt: recordedAt)
     }
+}
+
+/// An event of another kind of stream, where an order's was expected.
+public struct NotAnOrderEvent: Error, CustomStringConvertible {
+    public let stream: StreamName
+    public let position: Int64
+    public var description: String { "the event at position \(position) is of \(stream), not of an order" }
 }

@@ -5,7 +5,7 @@ extension Ledger {
     /// Each of the order's events with its hash and whether the chain holds up to it, as `ledger verify` checks it;
     /// empty when the order has no events.
     public func chain(ofOrder orderId: String) async throws -> [ChainLink] {
-        try await AuditLog(client: client, logger: store.logger).chain(ofOrder: orderId)
+        try await AuditLog(client: client, logger: store.logger).chain(of: .order(orderId))
     }
 
     /// What was refused for the order, newest first, at most `limit`.

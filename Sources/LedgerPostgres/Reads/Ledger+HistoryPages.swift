@@ -34,19 +34,19 @@ extension Ledger {
             var fold = HistoryFold()
             var before = 0
             if after > 0 {
-                try await store.forEach(orderId, through: after, asOf: asOf, on: connection) { stored in
+                try await store.forEach(.order(orderId), through: after, asOf: asOf, on: connection) { stored in
                     try fold.add(stored, keepingEntry: false)
                     before += 1
                 }
             }
             // One more than the page, to know whether another follows.
             let read = limit == Int.max ? limit : limit + 1
-            var (events, streamVersion) = try await store.readPage(orderId, after: after, asOf: asOf, limit: read, on: connection)
+            var (events, streamVersion) = try await store.readPage(.order(orderId), after: after, asOf: asOf, limit: read, on: connection)
             let more = events.count > limit
             if more { events.removeLast() }
             if events.isEmpty && before == 0 {
                 // Known now but not yet as of then: an empty story. Never known: none at all.
-                guard asOf != nil, try await store.hasEvents(orderId, on: connection) else { return nil }
+                guard asOf != nil, try await store.hasEvents(.order(orderId), on: connection) else { return nil }
             }
             try fold.add(events)
             return HistoryPage(
@@ -60,6 +60,6 @@ extension Ledger {
     /// The order's stream version now (nil: never seen), in one small statement that also confirms a cached token:
     /// whether a history page rendered at some version is still the answer.
     public func streamVersion(_ orderId: String) async throws -> Int? {
-        try await store.streamVersion(orderId)
+        try await store.streamVersion(.order(orderId))
     }
 }

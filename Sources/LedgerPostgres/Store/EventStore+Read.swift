@@ -4,36 +4,42 @@ import Logging
 import PostgresNIO
 
 extension EventStore {
-    /// An order's events in version order, optionally only a prefix of them.
-    func read(_ orderId: String, upTo limit: StreamLimit? = nil) async throws -> [StoredEvent] {
+    /// A stream's events in version order, optionally only a prefix of them.
+    func read(_ stream: StreamName, upTo limit: StreamLimit? = nil) async throws -> [StoredEvent] {
+        let (kind, id) = (stream.kind.name, stream.id)
         let query: PostgresQuery = switch limit {
         case nil:
-            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) ORDER BY version"
+            "SELECT \(unescaped: Self.columns) FROM events WHERE kind = \(kind) AND stream_id = \(id) ORDER BY version"
         case .version(let version)?:
-            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version <= \(version) ORDER BY version"
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE kind = \(kind) AND stream_id = \(id) AND version <= \(version) ORDER BY version
+            """
         case .recordedAt(let time)?:
             """
             SELECT \(unescaped: Self.columns) FROM events
-            WHERE order_id = \(orderId) AND recorded_at <= \(Timestamp(time)) ORDER BY version
+            WHERE kind = \(kind) AND stream_id = \(id) AND recorded_at <= \(Timestamp(time)) ORDER BY version
             """
         }
         return try await client.query(query, .reads, logger: logger, reading: Self.decode)
     }
 
-    /// An order's events after `version`, in version order: what was appended since the caller last read.
-    func read(_ orderId: String, after version: Int) async throws -> [StoredEvent] {
+    /// A stream's events after `version`, in version order: what was appended since the caller last read.
+    func read(_ stream: StreamName, after version: Int) async throws -> [StoredEvent] {
         try await client.query(
-            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version > \(version) ORDER BY version",
-            .reads, logger: logger, reading: Self.decode)
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE kind = \(stream.kind.name) AND stream_id = \(stream.id) AND version > \(version) ORDER BY version
+            """, .reads, logger: logger, reading: Self.decode)
     }
 
-    /// At most `limit` of an order's events after version `after`, in version order, only those recorded by `asOf`
+    /// At most `limit` of a stream's events after version `after`, in version order, only those recorded by `asOf`
     /// when given: one page of its history, read on `connection`; and the stream's version in the same snapshot
     /// (nil when the page is empty), which the page's answer is good for as long as it stays.
     func readPage(
-        _ orderId: String, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
+        _ stream: StreamName, after version: Int, asOf: Date?, limit: Int, on connection: PostgresConnection
     ) async throws -> (events: [StoredEvent], streamVersion: Int?) {
-        let query = Self.pageQuery(orderId, after: version, asOf: asOf, limit: limit)
+        let query = Self.pageQuery(stream, after: version, asOf: asOf, limit: limit)
         let rows = try await (asOf == nil
             ? connection.query(query, preparedAs: PageShape.self, logger: logger)
             : connection.query(query, preparedAs: PageAsOfShape.self, logger: logger))
@@ -60,60 +66,70 @@ extension EventStore {
 
     /// The page's statement. The token epoch rides along (schema/009): a page that has rows confirms the request's
     /// cached token. So does the stream's version, read in the page's snapshot.
-    static func pageQuery(_ orderId: String, after version: Int, asOf: Date?, limit: Int) -> PostgresQuery {
+    static func pageQuery(_ stream: StreamName, after version: Int, asOf: Date?, limit: Int) -> PostgresQuery {
+        let (kind, id) = (stream.kind.name, stream.id)
         if let asOf {
             """
             SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch),
-                   (SELECT s.version FROM streams s WHERE s.order_id = \(orderId)) AS stream_version FROM events
-            WHERE order_id = \(orderId) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
+                   (SELECT s.version FROM streams s WHERE s.kind = \(kind) AND s.stream_id = \(id)) AS stream_version
+            FROM events
+            WHERE kind = \(kind) AND stream_id = \(id) AND version > \(version) AND recorded_at <= \(Timestamp(asOf))
             ORDER BY version LIMIT \(limit)
             """
         } else {
             """
             SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch),
-                   (SELECT s.version FROM streams s WHERE s.order_id = \(orderId)) AS stream_version FROM events
-            WHERE order_id = \(orderId) AND version > \(version) ORDER BY version LIMIT \(limit)
+                   (SELECT s.version FROM streams s WHERE s.kind = \(kind) AND s.stream_id = \(id)) AS stream_version
+            FROM events
+            WHERE kind = \(kind) AND stream_id = \(id) AND version > \(version) ORDER BY version LIMIT \(limit)
             """
         }
     }
 
     enum PageShape: StatementShape {
         static let name = "ledger.history-page"
-        static let sql = pageQuery("", after: 0, asOf: nil, limit: 1).sql
+        static let sql = pageQuery(.order(""), after: 0, asOf: nil, limit: 1).sql
     }
 
     enum PageAsOfShape: StatementShape {
         static let name = "ledger.history-page-as-of"
-        static let sql = pageQuery("", after: 0, asOf: Date(timeIntervalSince1970: 0), limit: 1).sql
+        static let sql = pageQuery(.order(""), after: 0, asOf: Date(timeIntervalSince1970: 0), limit: 1).sql
     }
 
-    /// Calls `body` with each of an order's events up to and including version `through` (only those recorded by
+    /// Calls `body` with each of a stream's events up to and including version `through` (only those recorded by
     /// `asOf` when given), in version order, one row at a time: memory stays flat however many there are.
     func forEach(
-        _ orderId: String, through version: Int, asOf: Date?, on connection: PostgresConnection,
+        _ stream: StreamName, through version: Int, asOf: Date?, on connection: PostgresConnection,
         _ body: (StoredEvent) throws -> Void
     ) async throws {
+        let (kind, id) = (stream.kind.name, stream.id)
         let query: PostgresQuery = if let asOf {
             """
             SELECT \(unescaped: Self.columns) FROM events
-            WHERE order_id = \(orderId) AND version <= \(version) AND recorded_at <= \(Timestamp(asOf)) ORDER BY version
+            WHERE kind = \(kind) AND stream_id = \(id) AND version <= \(version) AND recorded_at <= \(Timestamp(asOf))
+            ORDER BY version
             """
         } else {
-            "SELECT \(unescaped: Self.columns) FROM events WHERE order_id = \(orderId) AND version <= \(version) ORDER BY version"
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE kind = \(kind) AND stream_id = \(id) AND version <= \(version) ORDER BY version
+            """
         }
         for try await row in try await connection.query(query, logger: logger) {
             try body(try Self.decode(row))
         }
     }
 
-    /// Whether the order has any event at all.
-    func hasEvents(_ orderId: String, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query("SELECT EXISTS (SELECT 1 FROM events WHERE order_id = \(orderId))", logger: logger)
+    /// Whether the stream has any event at all.
+    func hasEvents(_ stream: StreamName, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            "SELECT EXISTS (SELECT 1 FROM events WHERE kind = \(stream.kind.name) AND stream_id = \(stream.id))",
+            logger: logger)
         for try await exists in rows.decode(Bool.self) { return exists }
         return false
     }
 
-    /// One page of the global feed: the events after the one at position `after` (nil: from the start).
+    /// One page of the global feed, every kind of stream: the events after the one at position `after` (nil: from the start).
     ///
     /// The feed never skips an event, however transactions interleave. Positions are taken when a transaction
     /// inserts, but transactions commit in another order, so a reader paging by position alone could pass a
@@ -127,23 +143,28 @@ extension EventStore {
     /// open transaction (in another database, an import, a session idle in transaction) is passed over.
     /// The cursor stays a plain position: the event at that position gives the (transaction id, position) to resume after.
     func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
-        let horizon = Self.feedHorizon
-        guard let position else {
-            return try await client.query(
-                """
-                SELECT \(unescaped: Self.columns) FROM events
-                WHERE transaction_xid < \(unescaped: horizon)
-                ORDER BY transaction_xid, position LIMIT \(limit)
-                """, .reads, logger: logger, reading: Self.decode)
-        }
-        let cursorXid = try await transactionId(ofPosition: position)
-        return try await client.query(
+        let cursor = try await position.map { FeedCursor(transactionId: try await transactionId(ofPosition: $0), position: $0) }
+        return try await readFeed(after: cursor, limit: limit).map(\.event)
+    }
+
+    /// The same page after a cursor its reader kept (a feed consumer's), each event with its place in the feed.
+    func readFeed(after cursor: FeedCursor?, limit: Int) async throws -> [(event: StoredEvent, cursor: FeedCursor)] {
+        try await client.query(
             """
-            SELECT \(unescaped: Self.columns) FROM events
-            WHERE (transaction_xid, position) > (\(cursorXid)::xid8, \(position))
-              AND transaction_xid < \(unescaped: horizon)
+            SELECT \(unescaped: Self.columns), transaction_xid::text FROM events
+            WHERE (transaction_xid, position) > (\(cursor?.transactionId ?? "0")::xid8, \(cursor?.position ?? 0))
+              AND transaction_xid < \(unescaped: Self.feedHorizon)
             ORDER BY transaction_xid, position LIMIT \(limit)
-            """, .reads, logger: logger, reading: Self.decode)
+            """, .reads, logger: logger
+        ) { rows in
+            var page: [(event: StoredEvent, cursor: FeedCursor)] = []
+            for try await row in rows {
+                let columns = row.makeRandomAccess()
+                let event = try Self.decode(columns)
+                page.append((event, FeedCursor(transactionId: try columns[Self.columnCount].decode(String.self), position: event.position)))
+            }
+            return page
+        }
     }
 
     /// The writing transaction of the event at `position` (as text): the first half of a feed cursor.
@@ -165,7 +186,7 @@ extension EventStore {
     static let feedHorizon = "(SELECT feed_horizon(pg_current_snapshot()))"
 
     /// The columns every read selects, in the order `decode` expects.
-    static let columns = "position, order_id, version, event_id, type, data::text, metadata::text, occurred_at, recorded_at"
+    static let columns = "position, kind, stream_id, version, event_id, type, data::text, metadata::text, occurred_at, recorded_at"
 
     static func decode(_ rows: PostgresRowSequence) async throws -> [StoredEvent] {
         var events: [StoredEvent] = []
@@ -175,7 +196,7 @@ extension EventStore {
         return events
     }
 
-    static let columnCount = 9
+    static let columnCount = 10
 
     static func decode(_ row: PostgresRow) throws -> StoredEvent {
         try decode(row.makeRandomAccess())
@@ -183,13 +204,14 @@ extension EventStore {
 
     /// The event in the first `columnCount` columns (a statement may add its own after them).
     static func decode(_ columns: PostgresRandomAccessRow) throws -> StoredEvent {
-        let position = try columns[0].decode(Int64.self), orderId = try columns[1].decode(String.self)
-        let version = try columns[2].decode(Int.self), eventId = try columns[3].decode(UUID.self)
-        let type = try columns[4].decode(String.self), data = try columns[5].decode(String.self)
-        let metadata = try columns[6].decode(String.self), occurredAt = try columns[7].decode(Date?.self)
-        let recordedAt = try columns[8].decode(Date.self)
+        let position = try columns[0].decode(Int64.self)
+        let stream = StreamName(StreamKind(try columns[1].decode(String.self)), try columns[2].decode(String.self))
+        let version = try columns[3].decode(Int.self), eventId = try columns[4].decode(UUID.self)
+        let type = try columns[5].decode(String.self), data = try columns[6].decode(String.self)
+        let metadata = try columns[7].decode(String.self), occurredAt = try columns[8].decode(Date?.self)
+        let recordedAt = try columns[9].decode(Date.self)
         return StoredEvent(
-            position: position, orderId: orderId, version: version, eventId: eventId, type: type,
+            position: position, stream: stream, version: version, eventId: eventId, type: type,
             data: try JSONValue(parsing: Array(data.utf8)), metadata: try JSONValue(parsing: Array(metadata.utf8)),
             occurredAt: occurredAt, recordedAt: recordedAt)
     }

@@ -44,10 +44,10 @@ public struct NewEvent: Sendable, Hashable {
     }
 }
 
-/// An event as the store holds it.
+/// An event as the store holds it, of any kind of stream.
 public struct StoredEvent: Sendable, Hashable {
     public var position: Int64
-    public var orderId: String
+    public var stream: StreamName
     public var version: Int
     public var eventId: UUID
     public var type: String
@@ -55,6 +55,12 @@ public struct StoredEvent: Sendable, Hashable {
     public var metadata: JSONValue
     public var occurredAt: Date?
     public var recordedAt: Date
+}
+
+/// A place in the feed: an event's writing transaction (as text) and its position, the order the feed reads in.
+public struct FeedCursor: Sendable, Hashable {
+    public var transactionId: String
+    public var position: Int64
 }
 
 /// Where one appended event landed.

@@ -150,8 +150,8 @@ public struct ProjectionRebuild: Sendable {
             var stale: [String] = []
             for try await orderId in try await connection.query(
                 """
-                SELECT s.order_id FROM streams s LEFT JOIN orders_rebuild r USING (order_id)
-                WHERE r.version IS DISTINCT FROM s.version
+                SELECT s.stream_id FROM streams s LEFT JOIN orders_rebuild r ON r.order_id = s.stream_id
+                WHERE s.kind = 'order' AND r.version IS DISTINCT FROM s.version
                 """, logger: logger
             ).decode(String.self) {
                 stale.append(orderId)

@@ -1,0 +1,144 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The feed's consumers (`LedgerDatabase.consumers`): the one owner of `feed_consumers` (schema/022). A round of a
+/// consumer takes it under a lease, reads pages of the feed after its position (every kind of stream; the feed never
+/// skips an event, `EventStore.readFeed`), hands each page to the consumer and then moves the position past it.
+///
+/// One node at a time: a round takes the consumer only when nobody holds it or its lease ran out, and renews the lease
+/// each time it advances; an advance whose lease another node has taken since writes nothing, and the round ends. A
+/// node that dies frees its consumers when their leases run out, and the next node goes on from the last position
+/// written: what the dead node handled after it is handled again (at least once), never skipped. Times come from the
+/// caller's clock, as the recovery schedule's do, so a test passes a lease's end without waiting for it.
+public struct FeedConsumers: Sendable {
+    let pools: EventLoopPools
+    let logger: Logger
+
+    var client: SessionPool { pools.current }
+
+    /// How long a round holds its consumer between two advances.
+    public static let defaultLease: Duration = .seconds(30)
+
+    /// One round of `consumer` by `node`: pages of at most `pageSize` events, until the feed has no more or
+    /// `maximumPages` were handled. Returns how many events it handled, or nil when another node holds the consumer.
+    /// A handling that throws ends the round with its error, its page not advanced past.
+    public func run(
+        _ consumer: FeedConsumer, node: String, now: @Sendable () -> Date = { Date() }, lease: Duration = defaultLease,
+        pageSize: Int = 100, maximumPages: Int = 100
+    ) async throws -> Int? {
+        let holder = UUID()
+        guard var cursor = try await claim(consumer.name, lease: holder, node: node, until: now() + lease.seconds, now: now())
+        else { return nil }
+        let store = EventStore(client: client, logger: logger, confirmsTokens: false)
+        var handled = 0
+        for _ in 0..<maximumPages {
+            let page = try await store.readFeed(after: cursor, limit: pageSize)
+            guard let last = page.last?.cursor else { break }
+            let events = page.map(\.event)
+            let advance = Advance(
+                name: consumer.name, lease: holder, to: last, count: events.count, until: now() + lease.seconds)
+            let advanced = switch consumer.handling {
+            case .thenAdvance(let handle):
+                try await { try await handle(events); return try await self.advance(advance) }()
+            case .inTransaction(let handle):
+                try await client.withTransaction(logger: logger) { connection in
+                    try await handle(events, connection)
+                    return try await self.advance(advance, on: connection)
+                }
+            }
+            guard advanced else {
+                logger.warning("feed consumer \(consumer.name): another node took it over; this round ends")
+                break
+            }
+            handled += events.count
+            cursor = last
+            if page.count < pageSize { break }
+        }
+        return handled
+    }
+
+    /// Takes the consumer for `lease` (registering it on first use, at the start of the feed) unless another lease
+    /// holds it at `now`; returns its position (nil inside: the start) — nil when it is held.
+    private func claim(_ name: String, lease: UUID, node: String, until: Date, now: Date) async throws -> FeedCursor?? {
+        guard FeedConsumer.isValidName(name) else { throw InvalidConsumerName(name: name) }
+        for try await (transactionId, position) in try await client.query(
+            """
+            INSERT INTO feed_consumers AS c (name, lease, leased_by, leased_until)
+            VALUES (\(name), \(lease), \(node), \(until))
+            ON CONFLICT (name) DO UPDATE
+                SET lease = EXCLUDED.lease, leased_by = EXCLUDED.leased_by, leased_until = EXCLUDED.leased_until
+                WHERE c.leased_until IS NULL OR c.leased_until <= \(now)
+            RETURNING c.transaction_xid::text, c.position
+            """, logger: logger
+        ).decode((String?, Int64?).self) {
+            guard let transactionId, let position else { return .some(nil) }
+            return FeedCursor(transactionId: transactionId, position: position)
+        }
+        return nil
+    }
+
+    private struct Advance {
+        let name: String
+        let lease: UUID
+        let to: FeedCursor
+        let count: Int
+        let until: Date
+
+        var query: PostgresQuery {
+            """
+            UPDATE feed_consumers
+            SET transaction_xid = \(to.transactionId)::xid8, position = \(to.position), handled = handled + \(count),
+                advanced_at = now(), leased_until = \(until)
+            WHERE name = \(name) AND lease = \(lease)
+            RETURNING 1
+            """
+        }
+    }
+
+    /// Moves the consumer past the page, if this round still holds it; whether it did.
+    private func advance(_ advance: Advance) async throws -> Bool {
+        try await client.withConnection { connection in try await self.advance(advance, on: connection) }
+    }
+
+    private func advance(_ advance: Advance, on connection: PostgresConnection) async throws -> Bool {
+        var rows = 0
+        for try await _ in try await connection.query(advance.query, logger: logger) { rows += 1 }
+        return rows == 1
+    }
+
+    /// Every consumer, by name, with its lag behind the feed.
+    public func list() async throws -> [FeedConsumerStatus] {
+        try await client.query(
+            """
+            SELECT c.name, c.position, c.handled, c.leased_by, c.leased_until, c.advanced_at,
+                   (SELECT count(*) FROM events e
+                    WHERE (e.transaction_xid, e.position) > (coalesce(c.transaction_xid, '0'), coalesce(c.position, 0))),
+                   coalesce(extract(epoch FROM now() - (
+                       SELECT e.recorded_at FROM events e
+                       WHERE (e.transaction_xid, e.position) > (coalesce(c.transaction_xid, '0'), coalesce(c.position, 0))
+                       ORDER BY e.transaction_xid, e.position LIMIT 1))::float8, 0)
+            FROM feed_consumers c ORDER BY c.name
+            """, .reads, logger: logger
+        ) { rows in
+            var consumers: [FeedConsumerStatus] = []
+            for try await (name, position, handled, leasedBy, leasedUntil, advancedAt, lagEvents, lagSeconds) in rows.decode(
+                (String, Int64?, Int64, String?, Date?, Date?, Int64, Double).self)
+            {
+                consumers.append(FeedConsumerStatus(
+                    name: name, position: position, handled: handled, lagEvents: lagEvents, lagSeconds: max(0, lagSeconds),
+                    leasedBy: leasedBy, leasedUntil: leasedUntil, advancedAt: advancedAt))
+            }
+            return consumers
+        }
+    }
+}
+
+/// A consumer name the schema would refuse.
+public struct InvalidConsumerName: Error, CustomStringConvertible {
+    public let name: String
+    public var description: String {
+        "consumer name \(name) must be lower case letters, digits, _ . -, starting with a letter, at most 63 characters"
+    }
+}
