@@ -91,7 +91,7 @@ struct AuditCommandTests {
             #expect(passed.status == 0, "\(passed.stdout)")
             #expect(passed.stdout.contains("is unchanged") && passed.stdout.hasSuffix("PASSED\n"))
 
-            try await tamper(client, ["UPDATE events SET data = '{}' WHERE order_id = 'order-1' AND version = 3"])
+            try await tamper(client, ["UPDATE events SET data = '{}' WHERE stream_id = 'order-1' AND version = 3"])
             let failed = try await LedgerBinary.run(["verify", "--digest", pinned], databaseURL: url)
             #expect(failed.status == 1, "\(failed.stderr)")
             #expect(failed.stdout.contains("order order-1 version 3"), "\(failed.stderr)")

@@ -68,7 +68,7 @@ struct MultiNodeCommandTests {
             }
             #expect(versioned.filter { $0.status == 201 }.count == 1)
             #expect(versioned.filter { $0.errorCode == "version_conflict" }.count == Self.clients - 1)
-            #expect(try await store.count("events WHERE order_id = 'mn-1'") == 2)
+            #expect(try await store.count("events WHERE stream_id = 'mn-1'") == 2)
 
             // One provider transaction claimed by 64 orders, on three nodes: bound to one order, credited once.
             let shared = {
@@ -102,7 +102,7 @@ struct MultiNodeCommandTests {
             #expect(retries.filter { $0.status == 201 }.count == 1)
             #expect(retries.filter { $0.status == 200 }.count == Self.clients - 1)
             #expect(Set(retries.map { $0.body.canonicalJSON }).count == 1, "every node answers the identical body")
-            #expect(try await store.count("events WHERE order_id = 'mn-retry'") == 2)
+            #expect(try await store.count("events WHERE stream_id = 'mn-retry'") == 2)
 
             // The nodes' sealers take turns: a checkpoint comes to cover the last event, and none of them failed.
             let last = try await store.lastPositionInFeedOrder()
@@ -161,7 +161,7 @@ struct MultiNodeCommandTests {
                 #expect(new.status == 201, "node \(index): \(new.body)")
             }
             for index in nodes.indices {
-                let actors = try await ledger.store.read("rot-\(index)").map { $0.metadata["actor"] }
+                let actors = try await ledger.store.read(.order("rot-\(index)")).map { $0.metadata["actor"] }
                 #expect(actors == [.string("checkout"), .string("checkout")], "the same actor before and after")
             }
             let unknown = try await LedgerBinary.run(["tokens", "rotate", "nobody"], databaseURL: url)

@@ -215,7 +215,7 @@ struct BadInputCatalogTests {
                 """
                 SELECT type, coalesce(data->>'applicationUsername', data->>'message', data->>'reason',
                                       data->'items'->>\(Self.hostile), '')
-                FROM events WHERE order_id = \(Self.orderId) ORDER BY version
+                FROM events WHERE kind = 'order' AND stream_id = \(Self.orderId) ORDER BY version
                 """)
             for try await (type, text) in rows.decode((String, String).self) { stored[type] = Array(text.utf8) }
             for type in ["payment.queued", "verification.failed", "order.granted", "order.refunded"] {

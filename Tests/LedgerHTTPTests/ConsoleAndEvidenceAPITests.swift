@@ -18,7 +18,7 @@ struct ConsoleAndEvidenceAPITests {
             #expect(intact.json["events"]?.elements.map { $0["verifiedUpToHere"] } == Array(repeating: .bool(true), count: 6))
             #expect(intact.json["events"]?.elements.allSatisfy { $0["problem"] == .null && Self.isHexHash($0["hash"]) } == true)
 
-            try await tamper(api.tokens.client, ["UPDATE events SET data = '{}' WHERE order_id = 'order-1' AND version = 3"])
+            try await tamper(api.tokens.client, ["UPDATE events SET data = '{}' WHERE stream_id = 'order-1' AND version = 3"])
             let altered = try await api.get("/v1/orders/order-1/chain", token: "reader")
             #expect(altered.json["verified"] == .bool(false))
             let upToHere = altered.json["events"]?.elements.map { $0["verifiedUpToHere"] == .bool(true) }

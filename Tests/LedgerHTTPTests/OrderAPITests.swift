@@ -70,7 +70,7 @@ struct OrderAPITests {
         try await API.run { api in
             let answer = try await api.post("order-1", Lifecycle().created.json, token: "writer", headers: [HTTPField.Name("X-Request-Id")!: "req-42"])
             #expect(answer.headers[HTTPField.Name("X-Request-Id")!] == "req-42")
-            let stored = try await api.ledger.store.read("order-1")
+            let stored = try await api.ledger.store.read(.order("order-1"))
             #expect(stored[0].metadata == ["actor": "writer", "requestId": "req-42"])
             // Without one, each request gets a new random UUID (version 4), lowercased.
             let generated = try await [api.get("/v1/orders/order-1"), api.get("/v1/orders/order-1")].map {

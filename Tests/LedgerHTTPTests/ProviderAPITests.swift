@@ -65,7 +65,7 @@ struct AppStoreNotificationAPITests {
 
             let paid = try await api.anomalies("paid_not_granted")
             #expect(paid.map { $0["orderId"] } == ["order-1"])
-            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+            #expect(try await LedgerDatabase(client: api.ledger.client).operations.verify().passed)
         }
     }
 
@@ -85,7 +85,7 @@ struct AppStoreNotificationAPITests {
             let fact = history.first { $0["type"] == "provider.notified" }
             #expect(fact?["data"]?["unconvertedPrice"] == ["milliunits": 4991, "quantity": 1, "currency": "USD"])
             #expect(try await api.anomalies("amount_mismatch").map { $0["orderId"] } == ["order-1"])
-            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+            #expect(try await LedgerDatabase(client: api.ledger.client).operations.verify().passed)
         }
     }
 
@@ -135,7 +135,7 @@ struct AppStoreNotificationAPITests {
             }
             #expect(try await api.state("in-order") == "refunded")
             #expect(try await api.state("refund-first") == "refunded")
-            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+            #expect(try await LedgerDatabase(client: api.ledger.client).operations.verify().passed)
         }
     }
 
@@ -241,7 +241,7 @@ struct AppStoreNotificationAPITests {
             #expect(types.filter { $0 == "provider.notified" }.count == 5)
             #expect(types.filter { $0 == "receipt.verified" }.count == 1)
             #expect(try await api.providerRows() == 5)
-            #expect(try await LedgerVerifier(client: api.ledger.client).verify().passed)
+            #expect(try await LedgerDatabase(client: api.ledger.client).operations.verify().passed)
         }
     }
 }

@@ -41,7 +41,7 @@ struct ProviderFactRulesAPITests {
             let history = try await api.get("/v1/orders/\(orderId)/history")
             #expect(history.status == .ok, "\(note): history of \(orderId) answers \(history.status): \(history.bodyText)")
         }
-        let report = try await LedgerVerifier(client: api.ledger.client).verify()
+        let report = try await LedgerDatabase(client: api.ledger.client).operations.verify()
         #expect(report.passed, "\(note): ledger verify fails: \(report)")
     }
 

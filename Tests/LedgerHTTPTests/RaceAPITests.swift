@@ -61,7 +61,7 @@ struct RaceAPITests {
             #expect(grants.allSatisfy { $0.status == .created || $0.status == .conflict })
             #expect(try await api.ledger.store.count("orders WHERE state = 'granted'") == 1)
             // What `ledger verify` checks: every order's chain and every projection, after both races.
-            let report = try await LedgerVerifier(client: api.ledger.client).verify()
+            let report = try await LedgerDatabase(client: api.ledger.client).operations.verify()
             #expect(report.passed, "\(report.brokenEvents.prefix(3)) \(report.drift.prefix(3))")
         }
     }

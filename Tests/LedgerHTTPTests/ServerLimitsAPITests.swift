@@ -57,7 +57,7 @@ struct ServerLimitsAPITests {
             let released = AsyncStream<Void>.makeStream()
             let holder = Task {
                 try await owner.withTransaction(logger: .init(label: "test")) { connection in
-                    try await connection.query("SELECT 1 FROM streams WHERE order_id = 'held' FOR UPDATE", logger: .init(label: "test"))
+                    try await connection.query("SELECT 1 FROM streams WHERE kind = 'order' AND stream_id = 'held' FOR UPDATE", logger: .init(label: "test"))
                     locked.continuation.yield()
                     for await _ in released.stream { break }
                 }

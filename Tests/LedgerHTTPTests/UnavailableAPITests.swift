@@ -21,7 +21,7 @@ struct UnavailableAPITests {
             // Another session holds the order's stream row: the append waits on it past its deadline.
             let holder = Task {
                 try await api.tokens.client.withTransaction(logger: .init(label: "test")) { connection in
-                    try await connection.query("SELECT 1 FROM streams WHERE order_id = 'held' FOR UPDATE", logger: .init(label: "test"))
+                    try await connection.query("SELECT 1 FROM streams WHERE kind = 'order' AND stream_id = 'held' FOR UPDATE", logger: .init(label: "test"))
                     locked.continuation.yield()
                     // Until the append has answered, or long past its deadline if it never does (the test then fails).
                     await withTaskGroup(of: Void.self) { group in

@@ -30,7 +30,7 @@ struct AppendFromMemoryTests {
     /// When the order's event at `version` was recorded.
     private func recordedAt(_ orderId: String, version: Int, _ client: SessionPool) async throws -> Date {
         let rows = try await client.query(
-            "SELECT recorded_at FROM events WHERE order_id = \(orderId) AND version = \(version)")
+            "SELECT recorded_at FROM events WHERE kind = 'order' AND stream_id = \(orderId) AND version = \(version)")
         for try await recordedAt in rows.decode(Date.self) { return recordedAt }
         throw CorruptRow(column: "recorded_at", value: orderId)
     }
@@ -91,7 +91,7 @@ struct AppendFromMemoryTests {
                         "\(orderId) recorded at \(recorded), between \(before) and \(after)")
             }
             #expect(try await ledger.store.count("events") == 3)
-            #expect(try await LedgerVerifier(client: client).verify().passed)
+            #expect(try await LedgerDatabase(client: client).operations.verify().passed)
         }
     }
 
@@ -110,7 +110,7 @@ struct AppendFromMemoryTests {
             #expect(granted.append.events.map(\.version) == [5])
             #expect(try await nodeA.order("order-1") == granted.order)
             #expect(try await nodeA.store.count("refusals") == 0)
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.passed, "\(report.brokenEvents.prefix(3))")
         }
     }
@@ -144,8 +144,8 @@ struct AppendFromMemoryTests {
             }
             #expect(failures.isEmpty, "\(failures.prefix(3))")
             let expected = 1 + nodes.count + writers / 2 + writers / 2 * 2
-            #expect(try await nodes[0].store.read("order-1").map(\.version) == Array(1...expected), "gapless")
-            let report = try await LedgerVerifier(client: client).verify()
+            #expect(try await nodes[0].store.read(.order("order-1")).map(\.version) == Array(1...expected), "gapless")
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.passed, "\(report.brokenEvents.prefix(3))")
         }
     }
@@ -189,7 +189,7 @@ struct AppendFromMemoryTests {
             for index in nodes.indices where try await nodes[0].order("order-\(index)")?.grantedAt != nil { granted += 1 }
             #expect(granted == 1)
             #expect(try await nodes[0].store.count("order_transactions") == 1)
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.passed, "\(report.brokenEvents.prefix(3))")
         }
     }

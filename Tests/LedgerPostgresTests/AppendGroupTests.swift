@@ -107,7 +107,7 @@ struct AppendGroupTests {
     private func verified(
         _ run: Run, on client: SessionPool, since before: AppendGroup.Statistics, largest: Int, written: Int
     ) async throws -> Bool {
-        let report = try await LedgerVerifier(client: client).verify()
+        let report = try await LedgerDatabase(client: client).operations.verify()
         #expect(report.passed, "\(report.brokenEvents.prefix(3))")
         let after = run.node.store.appendGroup.statistics
         return after.largestGroup == largest && after.done - before.done == written
@@ -124,7 +124,7 @@ struct AppendGroupTests {
                 guard let outcomes = try await gathered(receipts(of: run), behindBlockerOf: run, client: client)
                 else { return false }
                 #expect(try outcomes.map { try $0.get().append.events.map(\.version) } == [[2], [3], [2]])
-                #expect(try await run.node.store.read(run.orderId(1)).map(\.type)
+                #expect(try await run.node.store.read(.order(run.orderId(1))).map(\.type)
                         == ["order.created", "payment.queued", "receipt.received"])
                 // Written in one group: the blocker, orders 0 and 2; order 1 read again. (On a machine loaded enough,
                 // the group's time may have aged past the tolerance while it waited, and all three read: try again.)
@@ -139,7 +139,7 @@ struct AppendGroupTests {
                 let run = try await start(run: number, [Lifecycle(), Lifecycle()], on: client)
                 // Another writer holds order 1's stream row, as one queued after losing a race does, until order 0's
                 // append is answered.
-                let locks = await HeldLocks("SELECT 1 FROM streams WHERE order_id = \(run.orderId(1)) FOR UPDATE", on: client)
+                let locks = await HeldLocks("SELECT 1 FROM streams WHERE kind = 'order' AND stream_id = \(run.orderId(1)) FOR UPDATE", on: client)
                 let before = run.node.store.appendGroup.statistics
                 let appends = receipts(of: run) { index in if index == 0 { locks.release() } }
                 let outcomes = try await gathered(appends, behindBlockerOf: run, client: client)
@@ -197,10 +197,10 @@ struct AppendGroupTests {
             let statistics = node.store.appendGroup.statistics
             #expect(statistics.largestGroup > 1, "appends written together")
             for index in 0..<clients {
-                #expect(try await node.store.read("order-\(index)").map(\.version) == Array(1...6))
+                #expect(try await node.store.read(.order("order-\(index)")).map(\.version) == Array(1...6))
                 #expect(try await node.order("order-\(index)")?.state == .finished)
             }
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.passed, "\(report.brokenEvents.prefix(3))")
         }
     }

@@ -12,7 +12,7 @@ struct AuditVerifyTests {
             try await recordHappyOrders(3, on: Ledger(client: client))
             let checkpoint = try #require(try await sealUntil(18, client))
             #expect(checkpoint.eventCount == 18)
-            let report = try await LedgerVerifier(client: client).verify(pinned: PinnedDigest(checkpoint.pinned))
+            let report = try await LedgerDatabase(client: client).operations.verify(pinned: PinnedDigest(checkpoint.pinned))
             #expect(report.passed)
             #expect(report.eventsChecked == 18)
             #expect(report.ordersChecked == 3)
@@ -25,11 +25,11 @@ struct AuditVerifyTests {
         try await TestDatabase.withClient { client in
             try await recordHappyOrders(3, on: Ledger(client: client))
             try await tamper(client, [
-                "UPDATE events SET data = jsonb_set(data, '{accountId}', '\"acct-thief\"') WHERE order_id = 'order-1' AND version = 1"
+                "UPDATE events SET data = jsonb_set(data, '{accountId}', '\"acct-thief\"') WHERE stream_id = 'order-1' AND version = 1"
             ])
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(!report.passed)
-            #expect(report.brokenEvents.map { "\($0.orderId)@\($0.version)" } == ["order-1@1"])
+            #expect(report.brokenEvents.map { "\($0.stream.id)@\($0.version)" } == ["order-1@1"])
         }
     }
 
@@ -38,7 +38,7 @@ struct AuditVerifyTests {
             try await recordHappyOrders(2, on: Ledger(client: client))
             try await client.query("UPDATE orders SET state = 'granted', amount_value = 1 WHERE order_id = 'order-0'")
             try await client.query("DELETE FROM order_transactions WHERE order_id = 'order-1'")
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(!report.passed)
             #expect(report.brokenEvents.isEmpty)
             let drift = Set(report.drift.map { "\($0.table) \($0.key) \($0.field)" })
@@ -53,14 +53,14 @@ struct AuditVerifyTests {
             try await recordHappyOrders(2, on: Ledger(client: client))
             let saved = try #require(try await sealUntil(12, client))
             let pinned = try #require(PinnedDigest(saved.pinned))
-            #expect(try await LedgerVerifier(client: client).verify(pinned: pinned).digest?.outcome == .matched)
+            #expect(try await LedgerDatabase(client: client).operations.verify(pinned: pinned).digest?.outcome == .matched)
 
             try await rewriteConsistently(client, orderId: "order-0", version: 1) { data in
                 var data = data
                 if case .object(var members) = data { members["accountId"] = "acct-thief"; data = .object(members) }
                 return data
             }
-            let report = try await LedgerVerifier(client: client).verify(pinned: pinned)
+            let report = try await LedgerDatabase(client: client).operations.verify(pinned: pinned)
             #expect(report.brokenEvents.isEmpty, "the rewrite keeps every chain intact")
             guard case .mismatch? = report.digest?.outcome else {
                 Issue.record("the saved digest must no longer match, got \(String(describing: report.digest?.outcome))")
@@ -76,8 +76,8 @@ struct AuditVerifyTests {
             try await recordHappyOrders(1, on: Ledger(client: client))
             let sealed = try #require(try await sealUntil(6, client))
             let pinned = try #require(PinnedDigest(sealed.pinned))
-            try await tamper(client, ["UPDATE events SET data = '{}' WHERE order_id = 'order-0' AND version = 6"])
-            #expect(try await LedgerVerifier(client: client).verify(pinned: pinned).digest?.outcome == .eventsAltered(count: 1))
+            try await tamper(client, ["UPDATE events SET data = '{}' WHERE stream_id = 'order-0' AND version = 6"])
+            #expect(try await LedgerDatabase(client: client).operations.verify(pinned: pinned).digest?.outcome == .eventsAltered(count: 1))
         }
     }
 
@@ -85,9 +85,9 @@ struct AuditVerifyTests {
         try await TestDatabase.withClient { client in
             let ledger = Ledger(client: client)
             try await recordHappyOrders(2, on: ledger)
-            try await tamper(client, ["UPDATE events SET type = 'order.cancelled' WHERE order_id = 'order-0' AND version = 6"])
+            try await tamper(client, ["UPDATE events SET type = 'order.cancelled' WHERE stream_id = 'order-0' AND version = 6"])
             let refusal = try #require(try await sealUntilRefused(client))
-            #expect(refusal.orderId == "order-0" && refusal.version == 6)
+            #expect(refusal.stream == .order("order-0") && refusal.version == 6)
             #expect(refusal.description.contains("order order-0 version 6"))
             // Every event before the broken one is sealed, and stays the digest everyone reads.
             #expect(refusal.sealedUpTo?.eventCount == 5)
@@ -101,8 +101,8 @@ struct AuditVerifyTests {
         try await TestDatabase.withClient { client in
             try await recordHappyOrders(1, on: Ledger(client: client))
             // What the concurrent-append defect before schema/007 wrote: version 3 sealed onto no previous hash.
-            try await tamper(client, ["UPDATE events SET hash = sha256(canonical) WHERE order_id = 'order-0' AND version = 3"])
-            let report = try await LedgerVerifier(client: client).verify()
+            try await tamper(client, ["UPDATE events SET hash = sha256(canonical) WHERE stream_id = 'order-0' AND version = 3"])
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.brokenEvents.first?.version == 3, "version 4, chained onto the old hash, breaks too")
             #expect(report.brokenEvents.first?.problem.contains("chains onto no previous event") == true)
             #expect(!report.passed)
@@ -121,7 +121,7 @@ struct AuditVerifyTests {
             let second = try #require(try await sealUntil(12, client))
             #expect(second.eventCount == 12)
             #expect(try await digests.latest() == second)
-            let report = try await LedgerVerifier(client: client).verify(pinned: PinnedDigest(first.pinned))
+            let report = try await LedgerDatabase(client: client).operations.verify(pinned: PinnedDigest(first.pinned))
             #expect(report.passed)
             #expect(report.checkpointsChecked >= 2)
         }
@@ -133,7 +133,7 @@ struct AuditVerifyTests {
     ) async throws {
         var previous: [UInt8]?
         var statements: [PostgresQuery] = []
-        try await AuditLog(client: client).forEach(ofOrder: orderId) { audited in
+        try await AuditLog(client: client).forEach(of: .order(orderId)) { audited in
             var event = audited.event
             if event.version == version { event.data = edit(event.data) }
             guard event.version >= version else {
@@ -141,7 +141,7 @@ struct AuditVerifyTests {
                 return true
             }
             let canonical = EventSeal.canonicalBytes(
-                orderId: event.orderId, version: event.version, eventId: event.eventId, type: event.type, data: event.data,
+                stream: event.stream, version: event.version, eventId: event.eventId, type: event.type, data: event.data,
                 metadata: event.metadata, occurredAt: event.occurredAt, recordedAt: event.recordedAt)
             let hash = EventSeal.hash(previous: previous, canonical: canonical)
             previous = hash
@@ -149,7 +149,7 @@ struct AuditVerifyTests {
                 """
                 UPDATE events SET data = \(event.data.canonicalJSON)::jsonb, canonical = \(ByteBuffer(bytes: canonical)),
                     hash = \(ByteBuffer(bytes: hash))
-                WHERE order_id = \(orderId) AND version = \(event.version)
+                WHERE stream_id = \(orderId) AND version = \(event.version)
                 """)
             return true
         }

@@ -47,8 +47,8 @@ struct EventFeedTests {
                 try await client.withTransaction(logger: logger) { connection in
                     try await connection.query(
                         """
-                        INSERT INTO events (order_id, version, event_id, type, data, recorded_at, canonical, hash)
-                        VALUES ('order-a', 1, \(UUID()), 'a', '{}', now(), '\\x00', '\\x00')
+                        INSERT INTO events (kind, stream_id, version, event_id, type, data, recorded_at, canonical, hash)
+                        VALUES ('order', 'order-a', 1, \(UUID()), 'a', '{}', now(), '\\x00', '\\x00')
                         """, logger: logger)
                     aHasAppended.continuation.yield()
                     for await _ in mayCommit.stream { break }

@@ -17,7 +17,7 @@ struct EventStoreAppendTests {
             #expect(rest.events.map(\.version) == [2, 3])
             #expect(!first.isReplay && !rest.isReplay)
 
-            let events = try await store.read(order)
+            let events = try await store.read(.order(order))
             #expect(events.map(\.version) == [1, 2, 3])
             #expect(events.map(\.type) == ["a", "b", "c"])
             #expect(events.map(\.data) == [.object(["n": 1]), .object(["n": 2]), .object(["n": 3])])
@@ -32,10 +32,10 @@ struct EventStoreAppendTests {
             let store = EventStore(client: client)
             let order = StoreFixtures.orderId()
             for n in 1...3 { _ = try await store.append(to: order, events: [StoreFixtures.event("e", n)]) }
-            let all = try await store.read(order)
-            #expect(try await store.read(order, upTo: .version(2)).map(\.version) == [1, 2])
-            #expect(try await store.read(order, upTo: .recordedAt(all[1].recordedAt)).map(\.version) == [1, 2])
-            #expect(try await store.read(order, upTo: .recordedAt(all[0].recordedAt.addingTimeInterval(-1))).isEmpty)
+            let all = try await store.read(.order(order))
+            #expect(try await store.read(.order(order), upTo: .version(2)).map(\.version) == [1, 2])
+            #expect(try await store.read(.order(order), upTo: .recordedAt(all[1].recordedAt)).map(\.version) == [1, 2])
+            #expect(try await store.read(.order(order), upTo: .recordedAt(all[0].recordedAt.addingTimeInterval(-1))).isEmpty)
         }
     }
 
@@ -55,7 +55,7 @@ struct EventStoreAppendTests {
             await #expect(throws: EventStoreError.versionConflict(orderId: "new-order", expected: .exactly(3), actual: 0)) {
                 try await store.append(to: "new-order", expectedVersion: .exactly(3), events: [StoreFixtures.event()])
             }
-            #expect(try await store.read(order).count == 2)
+            #expect(try await store.read(.order(order)).count == 2)
             #expect(try await store.count("events") == 2)
         }
     }
@@ -101,7 +101,7 @@ struct EventStoreAppendTests {
                     group.addTask {
                         var conflicts = 0
                         while true {
-                            let current = try await store.read(order).last?.version ?? 0
+                            let current = try await store.read(.order(order)).last?.version ?? 0
                             do {
                                 _ = try await store.append(to: order, expectedVersion: .exactly(current), events: [StoreFixtures.event("retry", n)])
                                 return conflicts
@@ -113,7 +113,7 @@ struct EventStoreAppendTests {
                 }
                 return try await group.reduce(0, +)
             }
-            let events = try await store.read(order)
+            let events = try await store.read(.order(order))
             #expect(events.map(\.version) == Array(1...34))
             #expect(Set(events.map(\.eventId)).count == 34)
             #expect(conflictsSeen > 0)

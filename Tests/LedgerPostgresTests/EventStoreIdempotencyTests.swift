@@ -84,7 +84,7 @@ struct EventStoreIdempotencyTests {
                 try await store.append(
                     to: order, events: [StoreFixtures.event(), StoreFixtures.event("paid", 9, id: taken.eventId), StoreFixtures.event()])
             }
-            #expect(try await store.read(order).isEmpty)
+            #expect(try await store.read(.order(order)).isEmpty)
             #expect(try await store.count("events") == 1)
             #expect(try await store.count("streams") == 1)
         }

@@ -69,12 +69,12 @@ struct HotStatementPlanTests {
     static func burst(_ count: Int, copying orderId: String, on owner: SessionPool) async throws {
         try await owner.query(
             """
-            INSERT INTO events (order_id, version, event_id, type, data, metadata, recorded_at, canonical, hash)
-            SELECT 'burst-' || g, 1, gen_random_uuid(), 'order.created', '{}', '{}', now(), '\\x00', '\\x00'
+            INSERT INTO events (kind, stream_id, version, event_id, type, data, metadata, recorded_at, canonical, hash)
+            SELECT 'order', 'burst-' || g, 1, gen_random_uuid(), 'order.created', '{}', '{}', now(), '\\x00', '\\x00'
             FROM generate_series(1, \(count)) g
             """, logger: logger)
         try await owner.query(
-            "INSERT INTO streams (order_id, version) SELECT 'burst-' || g, 1 FROM generate_series(1, \(count)) g", logger: logger)
+            "INSERT INTO streams (kind, stream_id, version) SELECT 'order', 'burst-' || g, 1 FROM generate_series(1, \(count)) g", logger: logger)
         try await owner.query(
             """
             INSERT INTO orders

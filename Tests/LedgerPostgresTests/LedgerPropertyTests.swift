@@ -39,7 +39,7 @@ struct LedgerPropertyTests {
 
             var grantedTransactions: [String: String] = [:]
             for orderId in orders {
-                let stored = try await ledger.store.read(orderId)
+                let stored = try await ledger.store.read(.order(orderId))
                 let folded = OrderDecider.fold(try stored.map { try $0.recordedOrderEvent() })
                 #expect(try await ledger.order(orderId) == folded, "seed \(seed): projection of \(orderId) drifted from its events")
                 #expect(stored.map(\.version) == Array(0..<stored.count).map { $0 + 1 }, "seed \(seed)")
@@ -53,7 +53,7 @@ struct LedgerPropertyTests {
             for (transactionId, orderId) in grantedTransactions {
                 #expect(try await ledger.transaction(transactionId)?.orderId == orderId, "seed \(seed)")
             }
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.passed, "seed \(seed): verify found \(report.brokenEvents.prefix(3)) \(report.drift.prefix(3))")
         }
     }

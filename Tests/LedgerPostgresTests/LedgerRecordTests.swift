@@ -21,9 +21,9 @@ struct LedgerRecordTests {
             #expect(order.version == 6)
             #expect(order.transactionId == lifecycle.transactionId)
             #expect(order == last?.order)
-            let folded = OrderDecider.fold(try await ledger.store.read("order-1").map { try $0.recordedOrderEvent() })
+            let folded = OrderDecider.fold(try await ledger.store.read(.order("order-1")).map { try $0.recordedOrderEvent() })
             #expect(order == folded)
-            let stored = try await ledger.store.read("order-1")
+            let stored = try await ledger.store.read(.order("order-1"))
             #expect(stored[0].metadata == ["actor": "test-suite", "requestId": "req-1"])
             // The receipt itself is never kept, only its hash.
             #expect(stored[2].data["receipt"] == nil)

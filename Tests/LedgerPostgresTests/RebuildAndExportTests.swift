@@ -44,7 +44,7 @@ struct RebuildAndExportTests {
                 _ = try await ProjectionRebuild(client: client).run(pageSize: 50)
             }
             try await writers.value  // no writer request failed
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.drift.isEmpty, "the projections equal the fold of every event: \(report.drift.prefix(5))")
             #expect(report.ordersChecked == 83)
             for orderId in before { #expect(try await ledger.order(orderId)?.state == .refunded, "\(orderId)") }
@@ -105,13 +105,13 @@ struct RebuildAndExportTests {
             }
             #expect(sawCatchUp)
             #expect(result.caughtUp == 1)
-            #expect(try await LedgerVerifier(client: client).verify().drift.isEmpty)
+            #expect(try await LedgerDatabase(client: client).operations.verify().drift.isEmpty)
             #expect(try await ledger.order("order-0")?.state == .refunded)
             // The abandoned append's outcome was unknown to its caller (its statement may have run after the swap):
             // the caller's retry with the same event id settles it, and the refund is recorded exactly once.
             let retried = try await ledger.record(orderId: "order-1", events: [abandonedRefund], metadata: metadata)
             #expect(retried.order.state == .refunded)
-            let refunds = try await ledger.store.read("order-1").filter { $0.type == "order.refunded" }
+            let refunds = try await ledger.store.read(.order("order-1")).filter { $0.type == "order.refunded" }
             #expect(refunds.map(\.eventId) == [abandonedRefund.eventId])
         }
     }
@@ -140,7 +140,7 @@ struct RebuildAndExportTests {
             #expect(schema.count == 8, "\(schema)")  // orders: its key and 6 indexes; order_transactions: its key
             for _ in 0..<2 { _ = try await ProjectionRebuild(client: client).run() }
             #expect(try await shape() == schema)
-            #expect(try await LedgerVerifier(client: client).verify().passed)
+            #expect(try await LedgerDatabase(client: client).operations.verify().passed)
         }
     }
 
@@ -155,10 +155,10 @@ struct RebuildAndExportTests {
                 orderId: "receipt-only", events: [lifecycle.created, lifecycle.queued, lifecycle.receipt], metadata: metadata)
             try await client.query("UPDATE orders SET state = 'created' WHERE order_id = 'order-1'")
             try await client.query("DELETE FROM order_transactions WHERE order_id = 'order-2'")
-            #expect(try await !LedgerVerifier(client: client).verify().drift.isEmpty)
+            #expect(try await !LedgerDatabase(client: client).operations.verify().drift.isEmpty)
             let result = try await ProjectionRebuild(client: client).run()
             #expect(result.events == 22 && result.orders == 5)
-            #expect(try await LedgerVerifier(client: client).verify().passed)
+            #expect(try await LedgerDatabase(client: client).operations.verify().passed)
             #expect(try await ledger.order("order-1")?.state == .finished)
             let unfinished = try #require(try await ledger.order("receipt-only"))
             #expect(unfinished.grantedAt == nil && unfinished.finishedAt == nil && unfinished.refundedAt == nil)
@@ -185,10 +185,10 @@ struct RebuildAndExportTests {
             #expect(Array(records.map(\.position).prefix(feed.count)) == feed.map(\.position), "in feed order")
             var lastHash: [String: String] = [:]
             for record in records {
-                #expect(record.previousHash == lastHash[record.orderId], "chains onto the order's previous event")
+                #expect(record.previousHash == lastHash[record.stream], "chains onto the stream's previous event")
                 let recomputed = EventSeal.hash(previous: record.previousHash.flatMap([UInt8].init(hex:)), canonical: Array(record.canonical.utf8))
                 #expect(recomputed.hex == record.hash)
-                lastHash[record.orderId] = record.hash
+                lastHash[record.stream] = record.hash
             }
         }
     }
@@ -199,7 +199,7 @@ struct RebuildAndExportTests {
             let log = AuditLog(client: client)
             var lines: [String] = []
             #expect(try await EventExport(format: .jsonl, orderId: "order-1").run(log) { lines.append($0) } == 6)
-            #expect(try lines.allSatisfy { try ExportRecord(jsonl: $0).orderId == "order-1" })
+            #expect(try lines.allSatisfy { try ExportRecord(jsonl: $0).stream == "order order-1" })
             #expect(try await EventExport(format: .jsonl, from: .position(4), to: .position(9)).run(log) { _ in } == 6)
             let future = Date().addingTimeInterval(3600)
             #expect(try await EventExport(format: .jsonl, from: .time(future)).run(log) { _ in } == 0)
@@ -216,34 +216,35 @@ func refund(_ orderId: String, on ledger: Ledger) async throws {
         orderId: orderId, events: [lifecycle.refunded], metadata: EventMetadata(actor: "test-suite", requestId: nil))
 }
 
-/// One exported line, read back the way an auditor's script would.
+/// One exported line, read back the way an auditor's script would; its stream as "KIND ID".
 struct ExportRecord {
     var position: Int64
-    var orderId: String
+    var stream: String
     var previousHash: String?
     var hash: String
     var canonical: String
 
     init(jsonl line: String) throws {
         let json = try JSONValue(parsing: Array(line.utf8))
-        guard case .int(let position)? = json["position"], case .string(let orderId)? = json["orderId"],
+        guard case .int(let position)? = json["position"], case .string(let kind)? = json["kind"],
+              case .string(let streamId)? = json["streamId"],
               case .string(let hash)? = json["hash"], case .string(let canonical)? = json["canonical"]
         else { throw ExportLineError(line: line) }
         let previous: String? = if case .string(let previous)? = json["previousHash"] { previous } else { nil }
-        self.init(position: position, orderId: orderId, previousHash: previous, hash: hash, canonical: canonical)
+        self.init(position: position, stream: "\(kind) \(streamId)", previousHash: previous, hash: hash, canonical: canonical)
     }
 
     /// One CSV record of the export, as the project's CSV reader reads it.
     init(csv fields: [String]) throws {
-        guard fields.count == 13, let position = Int64(fields[0]) else { throw ExportLineError(line: fields.joined(separator: ",")) }
+        guard fields.count == 14, let position = Int64(fields[0]) else { throw ExportLineError(line: "\(fields.count) fields: " + fields.joined(separator: ",")) }
         self.init(
-            position: position, orderId: fields[1], previousHash: fields[10].isEmpty ? nil : fields[10], hash: fields[11],
-            canonical: fields[12])
+            position: position, stream: "\(fields[1]) \(fields[2])", previousHash: fields[11].isEmpty ? nil : fields[11],
+            hash: fields[12], canonical: fields[13])
     }
 
-    init(position: Int64, orderId: String, previousHash: String?, hash: String, canonical: String) {
+    init(position: Int64, stream: String, previousHash: String?, hash: String, canonical: String) {
         self.position = position
-        self.orderId = orderId
+        self.stream = stream
         self.previousHash = previousHash
         self.hash = hash
         self.canonical = canonical

@@ -33,10 +33,10 @@ struct SameOrderConcurrencyTests {
             #expect(failures.isEmpty, "\(failures.prefix(3))")
 
             let expected = 1 + Self.writers / 2 + Self.writers / 2 * 2
-            let stored = try await ledger.store.read("order-1")
+            let stored = try await ledger.store.read(.order("order-1"))
             #expect(stored.map(\.version) == Array(1...expected), "versions are gapless")
 
-            let report = try await LedgerVerifier(client: client).verify()
+            let report = try await LedgerDatabase(client: client).operations.verify()
             #expect(report.brokenEvents.isEmpty, "\(report.brokenEvents.prefix(3))")
             #expect(report.passed)
             let sealed = try await sealUntil(Int64(expected), client)

@@ -9,13 +9,13 @@ import Testing
 @Suite("Seal check: the bytes of what the row says, then what the stored bytes mean")
 struct SealCheckTests {
     static let event = StoredEvent(
-        position: 1, orderId: "order-1", version: 1, eventId: UUID(), type: "order.finished",
+        position: 1, stream: .order("order-1"), version: 1, eventId: UUID(), type: "order.finished",
         data: .object(["by": .string("client")]), metadata: .object([:]), occurredAt: nil,
         recordedAt: Date(timeIntervalSince1970: 1_790_000_000))
 
     static var canonical: [UInt8] {
         EventSeal.canonicalBytes(
-            orderId: event.orderId, version: event.version, eventId: event.eventId, type: event.type, data: event.data,
+            stream: event.stream, version: event.version, eventId: event.eventId, type: event.type, data: event.data,
             metadata: event.metadata, occurredAt: event.occurredAt, recordedAt: event.recordedAt)
     }
 
@@ -41,5 +41,13 @@ struct SealCheckTests {
         edited.data = .object(["by": .string("server")])
         let problem = Self.sealed(edited, canonical: Self.canonical).sealProblem
         #expect(problem?.hasPrefix("the stored row differs from the bytes that were hashed") == true)
+    }
+
+    /// The kind is sealed with the id: an order's event moved to another kind of stream (same id) no longer says
+    /// what its bytes say.
+    @Test func aRowMovedToAnotherKindOfStreamIsReported() {
+        var moved = Self.event
+        moved.stream = StreamName(StreamKind("subscription"), moved.stream.id)
+        #expect(Self.sealed(moved, canonical: Self.canonical).sealProblem?.hasPrefix("the stored row differs") == true)
     }
 }

@@ -29,7 +29,7 @@ struct StreamVersionGroupTests {
             let store = ledger.store
             let versions = try await withThrowingTaskGroup(of: (Int, Int?).self) { group in
                 for (index, orderId) in asked.enumerated() {
-                    group.addTask { (index, try await store.streamVersion(orderId)) }
+                    group.addTask { (index, try await store.streamVersion(.order(orderId))) }
                 }
                 let gathered = await eventually { store.versionGroup.statistics.waiting == asked.count - 1 }
                 released.continuation.yield()

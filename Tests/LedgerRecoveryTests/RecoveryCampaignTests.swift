@@ -101,7 +101,7 @@ struct RecoveryCampaignTests {
             #expect(try await Self.unverifiedPaid(purchases, harness) == 0, "seed \(seed)")
             let client = harness.database.client
             let twice = try await client.query(
-                "SELECT count(*) FROM (SELECT order_id FROM events WHERE type = 'receipt.verified' GROUP BY order_id HAVING count(*) > 1) t", logger: RecoveryHarness.logger
+                "SELECT count(*) FROM (SELECT stream_id FROM events WHERE type = 'receipt.verified' GROUP BY stream_id HAVING count(*) > 1) t", logger: RecoveryHarness.logger
             ) { rows in try await rows.decode(Int.self).reduce(0, +) }
             #expect(twice == 0, "double credits, seed \(seed)")
             let unrecoverable = try await harness.database.finance.anomalies(kinds: [.unrecoverable], limit: 100_000).anomalies

@@ -23,7 +23,7 @@ import PostgresNIO
 //     is checked against its order and against every other order holding its transaction.
 //  8. **write**, one statement (`AppendStatements.write`): the stream's version bump, guarded by the version read;
 //     the events sealed onto the order's hash chain (`EventSeal`, LedgerCore); the order's row (`OrderRows`,
-//     Projection/); the transaction's binding. A writer that lost a race wrote nothing: back to 3, queued behind the
+//     Orders/); the transaction's binding. A writer that lost a race wrote nothing: back to 3, queued behind the
 //     order's advisory lock.
 //  9. A refusal at 7 is kept in the refusal log (`RefusalLog`, Finance/) and thrown as the plain `Refusal` (a 409).
 // 10. A replay (5) answers the order as it was right after the original append (`history(upTo:)`, Reads/).

@@ -4,15 +4,21 @@ import Logging
 import PostgresNIO
 
 /// `ledger verify`: recomputes every event's seal and the running digest in one pass over the feed (every kind of
-/// stream), then folds every stream of each kind with a projection (orders: `orders`, `order_transactions`) and
-/// compares the fold with it. Memory stays flat: both passes read in pages.
+/// stream), while the projections of each kind this build folds are checked against the fold of its streams
+/// (`projections`: the orders' is `OrderProjectionCheck`, given by `Operations.verify`), and the streams of kinds it
+/// cannot fold are reported. Memory stays flat: every pass reads in pages.
 struct LedgerVerifier: Sendable {
+    /// A kind's projection check: how many streams it folded, and where its projections drift from their folds.
+    typealias ProjectionCheck = @Sendable () async throws -> (streams: Int, drift: [VerificationReport.Drift])
+
     let client: SessionPool
     let logger: Logger
+    let projections: ProjectionCheck
 
-    init(client: SessionPool, logger: Logger = Logger(label: "ledger.verify")) {
+    init(client: SessionPool, logger: Logger = Logger(label: "ledger.verify"), projections: @escaping ProjectionCheck) {
         self.client = client
         self.logger = logger
+        self.projections = projections
     }
 
     func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
@@ -62,11 +68,11 @@ struct LedgerVerifier: Sendable {
         return report
     }
 
-    /// 3: each kind's projections against the fold of its streams (the orders': `OrderProjectionCheck`), and the
-    /// streams of kinds this build cannot fold: how many streams were folded, and where they drift.
-    private func checkProjections() async throws -> (orders: Int, drift: [VerificationReport.Drift]) {
-        let (orders, drift) = try await OrderProjectionCheck(client: client, logger: logger).run()
-        return (orders, drift + (try await unknownKinds()))
+    /// 3: the projections against the fold of their streams, and the streams of kinds this build cannot fold: how
+    /// many streams were folded, and where they drift.
+    private func checkProjections() async throws -> (streams: Int, drift: [VerificationReport.Drift]) {
+        let (streams, drift) = try await projections()
+        return (streams, drift + (try await unknownKinds()))
     }
 
     /// Streams of kinds this build does not know (written by a newer one): their seals are checked with every other

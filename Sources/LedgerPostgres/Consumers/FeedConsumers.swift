@@ -7,8 +7,9 @@ import PostgresNIO
 /// consumer takes it under a lease, reads pages of the feed after its position (every kind of stream; the feed never
 /// skips an event, `EventStore.readFeed`), hands each page to the consumer and then moves the position past it.
 ///
-/// One node at a time: a round takes the consumer only when nobody holds it or its lease ran out, and renews the lease
-/// each time it advances; an advance whose lease another node has taken since writes nothing, and the round ends. A
+/// One node at a time: a round takes the consumer only when nobody else holds it or their lease ran out, and renews
+/// the lease each time it advances; an advance whose lease another node has taken since writes nothing, and the round
+/// ends. A
 /// node that dies frees its consumers when their leases run out, and the next node goes on from the last position
 /// written: what the dead node handled after it is handled again (at least once), never skipped. Times come from the
 /// caller's clock, as the recovery schedule's do, so a test passes a lease's end without waiting for it.
@@ -21,9 +22,11 @@ public struct FeedConsumers: Sendable {
     /// How long a round holds its consumer between two advances.
     public static let defaultLease: Duration = .seconds(30)
 
-    /// One round of `consumer` by `node`: pages of at most `pageSize` events, until the feed has no more or
-    /// `maximumPages` were handled. Returns how many events it handled, or nil when another node holds the consumer.
-    /// A handling that throws ends the round with its error, its page not advanced past.
+    /// One round of `consumer` by `node`: pages of at most `pageSize` events, until a page is empty or `maximumPages`
+    /// were handled. Returns how many events it handled, or nil when another node holds the consumer. A handling that
+    /// throws ends the round with its error, its page not advanced past. (A page may be short while more follow: the
+    /// feed's horizon stops below any transaction of the cluster that ended while the page was read, which on a busy
+    /// cluster is often; only an empty page ends the round.)
     public func run(
         _ consumer: FeedConsumer, node: String, now: @Sendable () -> Date = { Date() }, lease: Duration = defaultLease,
         pageSize: Int = 100, maximumPages: Int = 100
@@ -54,13 +57,14 @@ public struct FeedConsumers: Sendable {
             }
             handled += events.count
             cursor = last
-            if page.count < pageSize { break }
         }
         return handled
     }
 
-    /// Takes the consumer for `lease` (registering it on first use, at the start of the feed) unless another lease
-    /// holds it at `now`; returns its position (nil inside: the start) — nil when it is held.
+    /// Takes the consumer for `lease` (registering it on first use, at the start of the feed) unless another node's
+    /// lease holds it at `now`; returns its position (nil inside: the start) — nil when it is held. A node keeps its
+    /// consumers from round to round (each round renews the lease), so another node takes one only once its holder
+    /// stopped renewing: after a crash, within the lease.
     private func claim(_ name: String, lease: UUID, node: String, until: Date, now: Date) async throws -> FeedCursor?? {
         guard FeedConsumer.isValidName(name) else { throw InvalidConsumerName(name: name) }
         for try await (transactionId, position) in try await client.query(
@@ -69,7 +73,7 @@ public struct FeedConsumers: Sendable {
             VALUES (\(name), \(lease), \(node), \(until))
             ON CONFLICT (name) DO UPDATE
                 SET lease = EXCLUDED.lease, leased_by = EXCLUDED.leased_by, leased_until = EXCLUDED.leased_until
-                WHERE c.leased_until IS NULL OR c.leased_until <= \(now)
+                WHERE c.leased_until IS NULL OR c.leased_until <= \(now) OR c.leased_by = EXCLUDED.leased_by
             RETURNING c.transaction_xid::text, c.position
             """, logger: logger
         ).decode((String?, Int64?).self) {

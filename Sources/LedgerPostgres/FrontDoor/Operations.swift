@@ -58,7 +58,10 @@ public struct Operations: Sendable {
 
     /// Hash chains, stored digests, the pinned digest if any, and projections against the fold (`LedgerVerifier`).
     public func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
-        try await LedgerVerifier(client: client, logger: logger).verify(pinned: pinned)
+        let (client, logger) = (self.client, self.logger)
+        return try await LedgerVerifier(client: client, logger: logger) {
+            try await OrderProjectionCheck(client: client, logger: logger).run()
+        }.verify(pinned: pinned)
     }
 
     /// Every App Store JWS the ledger keeps (notifications, signed transactions), for `verify --signatures`.

@@ -11,7 +11,7 @@ struct OrderProjectionCheck: Sendable {
     let logger: Logger
 
     /// How many orders were folded, and where the projections drift from their folds.
-    func run() async throws -> (orders: Int, drift: [VerificationReport.Drift]) {
+    func run() async throws -> (streams: Int, drift: [VerificationReport.Drift]) {
         var drift: [VerificationReport.Drift] = []
         var orders = 0
         let unreadable = UnreadableEvents()

@@ -99,7 +99,7 @@ public struct ProjectionRebuild: Sendable {
             while !ranges.isEmpty {
                 let steps = try await Self.nextPages(of: ranges)
                 ranges = steps.map(\.rest)
-                let folded = steps.flatMap(\.batch.orders)
+                let folded = steps.flatMap(\.batch.states)
                 try await writing?.value
                 writing = Task {
                     try await client.withConnection { connection in

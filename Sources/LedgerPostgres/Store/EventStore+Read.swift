@@ -68,7 +68,7 @@ extension EventStore {
     /// cached token. So does the stream's version, read in the page's snapshot.
     static func pageQuery(_ stream: StreamName, after version: Int, asOf: Date?, limit: Int) -> PostgresQuery {
         let (kind, id) = (stream.kind.name, stream.id)
-        if let asOf {
+        let query: PostgresQuery = if let asOf {
             """
             SELECT \(unescaped: columns), (SELECT epoch FROM api_token_epoch),
                    (SELECT s.version FROM streams s WHERE s.kind = \(kind) AND s.stream_id = \(id)) AS stream_version
@@ -84,6 +84,7 @@ extension EventStore {
             WHERE kind = \(kind) AND stream_id = \(id) AND version > \(version) ORDER BY version LIMIT \(limit)
             """
         }
+        return query
     }
 
     enum PageShape: StatementShape {
@@ -143,15 +144,17 @@ extension EventStore {
     /// open transaction (in another database, an import, a session idle in transaction) is passed over.
     /// The cursor stays a plain position: the event at that position gives the (transaction id, position) to resume after.
     func readAll(after position: Int64?, limit: Int) async throws -> [StoredEvent] {
-        let cursor = try await position.map { FeedCursor(transactionId: try await transactionId(ofPosition: $0), position: $0) }
+        var cursor: FeedCursor?
+        if let position { cursor = FeedCursor(transactionId: try await transactionId(ofPosition: position), position: position) }
         return try await readFeed(after: cursor, limit: limit).map(\.event)
     }
 
-    /// The same page after a cursor its reader kept (a feed consumer's), each event with its place in the feed.
+    /// The same page after a cursor its reader kept (a feed consumer's), each event with its place in the feed. (The
+    /// text of the transaction id is named apart: named `transaction_xid`, ORDER BY would sort by it, as text.)
     func readFeed(after cursor: FeedCursor?, limit: Int) async throws -> [(event: StoredEvent, cursor: FeedCursor)] {
         try await client.query(
             """
-            SELECT \(unescaped: Self.columns), transaction_xid::text FROM events
+            SELECT \(unescaped: Self.columns), transaction_xid::text AS cursor_xid FROM events
             WHERE (transaction_xid, position) > (\(cursor?.transactionId ?? "0")::xid8, \(cursor?.position ?? 0))
               AND transaction_xid < \(unescaped: Self.feedHorizon)
             ORDER BY transaction_xid, position LIMIT \(limit)
