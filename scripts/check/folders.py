@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Folders of a module that depend on each other in a loop (docs/architecture.md).
 
-A folder depends on another when one of its files names a type or a free function declared in the other. Prints
-each dependency and exits 1 when two folders (or more, around a cycle) depend on each other.
+A folder depends on another when one of its files names a type or a free function declared in the other, or calls a
+method declared there (`x.name(…)`; most methods live in extensions, so `Ledger.history`, declared in Reads/, called
+from Append/ is Append -> Reads). A method is told apart by its name alone: a name declared as a method in two folders,
+or anywhere outside the module (the other modules of Sources/, the packages in .build/checkouts, the standard
+library's common names), could mean another, and is left out. Naming a type in `extension T` is not a dependency: the
+extension adds to T. Prints each dependency and exits 1 when two folders (or more, around a cycle) depend on each
+other.
 
     scripts/check/folders.py Sources/LedgerPostgres
 """
@@ -16,6 +21,15 @@ DECLARATION = re.compile(
     r'(?:struct|enum|class|protocol|actor|typealias|func)\s+([A-Za-z_]\w*)', re.M)
 COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/', re.S)
 STRING = re.compile(r'"""(?:.|\n)*?"""|"(?:\\.|[^"\\\n])*"')
+# A method: a `func` declared inside a type or an extension (indented); a private one is its file's own.
+METHOD = re.compile(r'^[ \t]+(?:@\w+\s+)*((?:\w+\s+)*)func\s+([A-Za-z_]\w*)', re.M)
+ANY_FUNC = re.compile(r'\bfunc\s+([A-Za-z_]\w*)')
+EXTENSION = re.compile(r'^(\s*)extension\s+[A-Za-z_][\w.]*', re.M)
+# Methods of the standard library and Foundation a member call here may mean (their sources are not in the tree).
+STANDARD = {'append', 'contains', 'count', 'filter', 'first', 'forEach', 'hash', 'index', 'insert', 'isEmpty', 'joined',
+            'last', 'map', 'max', 'min', 'next', 'reduce', 'remove', 'sorted', 'split', 'take', 'time', 'prefix',
+            'suffix', 'starts', 'lowercased', 'uppercased', 'compactMap', 'flatMap', 'description', 'run', 'read',
+            'write', 'close', 'start', 'stop', 'cancel', 'wait', 'get', 'set', 'add', 'reset', 'value', 'yield'}
 
 
 def folder_of(root: Path, file: Path) -> str:
@@ -35,13 +49,37 @@ def main() -> int:
             # A private declaration is its file's own: it cannot be named from another folder.
             if not re.match(r'(?:@\w+\s+)*(?:private|fileprivate)\b', match.group(0)):
                 declared.setdefault(match.group(1), folder_of(root, file))
+    methods: dict[str, set[str]] = {}
+    for file, text in texts.items():
+        for match in METHOD.finditer(text):
+            if not re.search(r'\b(?:private|fileprivate)\b', match.group(1)):
+                methods.setdefault(match.group(2), set()).add(folder_of(root, file))
+    # What else a call here can mean: the methods of the modules this one imports (its siblings in the tree, and the
+    # packages), and of the standard library.
+    imported = {name for text in texts.values() for name in re.findall(r'^(?:@\w+\s+)?import\s+(\w+)', text, re.M)}
+    elsewhere = set(STANDARD)
+    for other in [root.parent / name for name in imported if (root.parent / name).is_dir()] + [Path('.build/checkouts')]:
+        for file in other.rglob('*.swift'):
+            elsewhere.update(ANY_FUNC.findall(file.read_text(errors='ignore')))
+    # A folder's own declarations, private ones included: a call there means its own first.
+    own: dict[str, set[str]] = {}
+    for file, text in texts.items():
+        own.setdefault(folder_of(root, file), set()).update(ANY_FUNC.findall(text))
+    called = {name: next(iter(folders)) for name, folders in methods.items()
+              if len(folders) == 1 and name not in elsewhere and name not in declared}
     edges: dict[tuple[str, str], set[str]] = {}
     for file, text in texts.items():
         here = folder_of(root, file)
-        for word in set(re.findall(r'\b[A-Za-z_]\w*\b', text)):
+        code = EXTENSION.sub(r'\1extension', text)
+        for word in set(re.findall(r'\b[A-Za-z_]\w*\b', code)):
             there = declared.get(word)
             if there and there != here:
                 edges.setdefault((here, there), set()).add(word)
+        # Member calls, and calls on an implicit self (inside the extensions that declare most methods).
+        for word in set(re.findall(r'(?:\.|(?<![\w.])(?<!func ))([A-Za-z_]\w*)\s*\(', code)):
+            there = called.get(word)
+            if there and there != here and word not in own.get(here, set()):
+                edges.setdefault((here, there), set()).add(word + '()')
     graph: dict[str, set[str]] = {}
     for (a, b) in edges:
         graph.setdefault(a, set()).add(b)

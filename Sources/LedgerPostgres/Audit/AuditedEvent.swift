@@ -2,17 +2,17 @@ import Foundation
 import LedgerCore
 
 /// A stored event with its seal: the bytes its hash covers, its hash, and the hash of the stream's event before it.
-public struct AuditedEvent: Sendable, Hashable {
-    public var event: StoredEvent
+struct AuditedEvent: Sendable, Hashable {
+    var event: StoredEvent
     /// Nil for an event stored before sealing existed (or one whose seal was removed).
-    public var canonical: [UInt8]?
-    public var hash: [UInt8]?
+    var canonical: [UInt8]?
+    var hash: [UInt8]?
     /// The hash of version − 1 of the same stream (nil for version 1, or when that event is missing).
-    public var previousHash: [UInt8]?
+    var previousHash: [UInt8]?
 
     /// The first thing wrong with this event's seal, or nil when it is intact: the canonical bytes say what the
     /// row's columns say, and the hash is `SHA-256(previous hash ‖ canonical bytes)`.
-    public var sealProblem: String? {
+    var sealProblem: String? {
         guard let canonical, let hash else { return "the event is not sealed (no canonical bytes or hash)" }
         guard event.version == 1 || previousHash != nil else { return "the event before it (version \(event.version - 1)) is missing" }
         // The ledger stores the canonical bytes of the row it writes, so the bytes of what the row says are compared

@@ -9,7 +9,7 @@ import PostgresNIO
 /// stored, and the client, told "stored", never retried. The pool therefore confirms every lease's commit before its
 /// work is answered (`confirmCommitted`), unless the work says it only reads: the default is the safe one, so that no
 /// new statement can forget it.
-public enum SessionUse: Sendable {
+enum SessionUse: Sendable {
     /// The work may write: its answer waits for PostgreSQL's word on the commit (`CommitWatch`).
     case writes
     /// The work only reads (a history page, an order, the feed): a failed commit loses nothing, so nothing waits.

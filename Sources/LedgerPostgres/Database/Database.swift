@@ -99,7 +99,7 @@ public struct Database: Sendable {
     }
 
     /// Runs `body` with a pool of sessions to this database, then closes the pool.
-    public func withClient<T: Sendable>(
+    func withClient<T: Sendable>(
         logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (SessionPool) async throws -> T
     ) async throws -> T {
         let client = SessionPool(configuration: configuration, backgroundLogger: Self.quieterLogger(logger))

@@ -66,7 +66,7 @@ extension SessionPool {
     /// PostgresNIO's queries ignore cancellation, and when PostgreSQL shuts down in the middle of a transaction a
     /// query on that connection has been seen never to return, even after the connection is closed
     /// (scripts/faults/db-restart). Such a task stays suspended; that is the price of answering.
-    public func withConnection<T: Sendable>(
+    func withConnection<T: Sendable>(
         within limit: Duration?, _ use: SessionUse = .writes, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
     ) async throws -> T {
         guard let limit else { return try await withConnection(use) { try await body($0) } }
@@ -136,7 +136,7 @@ private final class FirstAnswer<T: Sendable>: Sendable {
 
 extension SessionPool {
     /// Runs one query and reads its rows, within `Deadline.remaining` when there is a deadline.
-    public func query<T: Sendable>(
+    func query<T: Sendable>(
         _ query: PostgresQuery, _ use: SessionUse = .writes, logger: Logger,
         reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T
     ) async throws -> T {

@@ -16,7 +16,7 @@ import PostgresNIO
 /// when the sessions are few: a loop's requests wait for its own pool's sessions, never another's, and the first pool
 /// also serves the sealer (one session while it seals) and the operator's work. A caller on no loop with a pool of its own (a command,
 /// a test, the sealer's thread) uses the first pool.
-public struct EventLoopPools: Sendable {
+struct EventLoopPools: Sendable {
     private let pools: [(loop: (any EventLoop)?, client: SessionPool)]
 
     /// The fewest sessions a pool is given.

@@ -8,15 +8,15 @@ import PostgresNIO
 /// Applies the numbered SQL files of `schema/` (embedded in the binary) in order, each in its own transaction,
 /// and records each one's name and checksum. Refuses to go on when a file that was already applied has changed:
 /// the database would no longer be what `schema/` says.
-public struct Migrator: Sendable {
-    public let client: SessionPool
-    public let logger: Logger
-    public let migrations: [Migration]
+struct Migrator: Sendable {
+    let client: SessionPool
+    let logger: Logger
+    let migrations: [Migration]
     /// Applies new migrations even while `serve` nodes of an older schema are connected (`NodeSchema`): for a
     /// migration the operator knows those nodes can run beside, such as a new index.
-    public let allowOlderNodes: Bool
+    let allowOlderNodes: Bool
 
-    public init(
+    init(
         client: SessionPool, migrations: [Migration] = Migration.all, allowOlderNodes: Bool = false,
         logger: Logger = Logger(label: "ledger.migrate")
     ) {
@@ -31,7 +31,7 @@ public struct Migrator: Sendable {
     /// An up-to-date database is only read (no lock, no DDL), so a role without DDL rights — the service's
     /// `ledger_service` — passes here; when something is pending and the role may not apply it, the error says who may.
     @discardableResult
-    public func migrate() async throws -> [String] {
+    func migrate() async throws -> [String] {
         try await client.withConnection { connection in
             if try await pending(on: connection).isEmpty { return [] }
             // One migrator at a time, across processes (two `serve`s starting together, parallel test suites).
@@ -110,22 +110,22 @@ public struct Migrator: Sendable {
 }
 
 /// One numbered SQL file of `schema/`.
-public struct Migration: Sendable, Hashable {
-    public let name: String
-    public let sql: String
+struct Migration: Sendable, Hashable {
+    let name: String
+    let sql: String
 
-    public init(name: String, sql: String) {
+    init(name: String, sql: String) {
         self.name = name
         self.sql = sql
     }
 
     /// SHA-256 of the file's bytes, hex.
-    public var checksum: String {
+    var checksum: String {
         Array(SHA256.hash(data: Data(sql.utf8))).hex
     }
 
     /// Every migration the binary carries, in order.
-    public static var all: [Migration] {
+    static var all: [Migration] {
         LedgerSchema.files.map { Migration(name: $0.name, sql: $0.sql) }
     }
 }

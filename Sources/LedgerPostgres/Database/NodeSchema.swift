@@ -5,11 +5,11 @@ import PostgresNIO
 /// carries `application_name = "ledger serve schema <its newest migration>"`, and `ledger migrate` will not apply a
 /// newer migration while a node of an older schema is connected — that node's SQL was written for the schema it knew.
 /// (Nodes built before this name was set cannot be seen; they are older than every migration after 011.)
-public enum NodeSchema {
+enum NodeSchema {
     static let prefix = "ledger serve schema "
 
     /// This binary's: its newest migration's name (well under PostgreSQL's 63-byte limit on `application_name`).
-    public static var applicationName: String { prefix + (Migration.all.last?.name ?? "none") }
+    static var applicationName: String { prefix + (Migration.all.last?.name ?? "none") }
 
     /// The schemas of the `serve` nodes connected to the current database that are older than `newest`, oldest
     /// first. Migration names sort in the order they apply (their numbers are zero-padded).

@@ -3,8 +3,8 @@ import Synchronization
 
 /// A statement's rows: a read's streamed, holding the pool's session until they are read to the end, fail, or are
 /// dropped; a write's read already (`SessionPool.query`).
-public struct PooledRows: AsyncSequence, Sendable {
-    public typealias Element = PostgresRow
+struct PooledRows: AsyncSequence, Sendable {
+    typealias Element = PostgresRow
     private enum Source: Sendable {
         case streaming(PostgresRowSequence, Lease)
         case collected([PostgresRow])
@@ -14,21 +14,21 @@ public struct PooledRows: AsyncSequence, Sendable {
     init(streaming rows: PostgresRowSequence, lease: Lease) { source = .streaming(rows, lease) }
     init(collected rows: [PostgresRow]) { source = .collected(rows) }
 
-    public func makeAsyncIterator() -> Iterator {
+    func makeAsyncIterator() -> Iterator {
         switch source {
         case .streaming(let rows, let lease): Iterator(source: .streaming(rows.makeAsyncIterator(), lease))
         case .collected(let rows): Iterator(source: .collected(rows.makeIterator()))
         }
     }
 
-    public struct Iterator: AsyncIteratorProtocol {
+    struct Iterator: AsyncIteratorProtocol {
         fileprivate enum Source {
             case streaming(PostgresRowSequence.AsyncIterator, Lease)
             case collected(IndexingIterator<[PostgresRow]>)
         }
         fileprivate var source: Source
 
-        public mutating func next() async throws -> PostgresRow? {
+        mutating func next() async throws -> PostgresRow? {
             switch source {
             case .collected(var rows):
                 defer { source = .collected(rows) }

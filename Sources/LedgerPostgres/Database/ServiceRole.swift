@@ -14,7 +14,7 @@ public enum ServiceRole {
     /// Roles belong to the whole cluster, so callers in other databases (or other nodes starting at the same moment)
     /// may alter the role at once; PostgreSQL then refuses all but one with "tuple concurrently updated", after the
     /// other has finished. The refused call tries again, so the last caller's password is the one that stands.
-    public static func allowLogin(password: String?, client: SessionPool, logger: Logger) async throws {
+    static func allowLogin(password: String?, client: SessionPool, logger: Logger) async throws {
         for attempt in 1... {
             do {
                 return try await client.queryToEnd("SELECT ledger_service_login(\(password))", logger: logger)
@@ -33,7 +33,7 @@ public enum ServiceRole {
 
     /// True when the connected role could alter or drop events itself (a superuser, the tables' owner, or a role
     /// granted more than the service needs): `serve` warns, because then only the trigger guards the log.
-    public static func connectedRoleIsPrivileged(client: SessionPool, logger: Logger) async throws -> Bool {
+    static func connectedRoleIsPrivileged(client: SessionPool, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
             """
             SELECT r.rolsuper OR pg_has_role(c.relowner, 'USAGE')

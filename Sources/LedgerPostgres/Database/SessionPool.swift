@@ -22,8 +22,8 @@ import Synchronization
 /// pool did; in `serve` a request's own deadline, `withConnection(within:)`, ends its wait first: the API answers 503).
 /// A session PostgreSQL dropped is forgotten when it comes back to the pool or is found idle; a session a deadline
 /// closed mid-query is forgotten at once (`forget`), so a query stuck on it costs the pool no slot.
-public final class SessionPool: Service, Sendable {
-    public let configuration: PostgresClient.Configuration
+final class SessionPool: Service, Sendable {
+    let configuration: PostgresClient.Configuration
     private let maximum: Int
     /// How long the pool keeps trying to open a session while it has none in use, before it fails the waiting leases.
     private let givingUpAfter: TimeAmount
@@ -35,7 +35,7 @@ public final class SessionPool: Service, Sendable {
 
     /// Sessions connect on `eventLoopGroup`'s loops (`serve` gives each pool a loop of its own, `EventLoopPools`).
     /// TLS is not negotiated (`Database.configuration(fromURL:)`): the database is on loopback or a private network.
-    public init(
+    init(
         configuration: PostgresClient.Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         backgroundLogger: Logger = Logger(label: "ledger.db"), givingUpAfter: Duration = .seconds(60)
     ) {
@@ -49,7 +49,7 @@ public final class SessionPool: Service, Sendable {
 
     /// Runs `body` with a session of the pool, and gives it back after. Unless `use` is `.reads`, `body`'s result is
     /// returned only once PostgreSQL has committed what it wrote (`PostgresConnection.confirmCommitted`).
-    public func withConnection<T>(_ use: SessionUse = .writes, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func withConnection<T>(_ use: SessionUse = .writes, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await lease(use)
         defer { release(connection) }
         return try await connection.run(use, body)
@@ -57,7 +57,7 @@ public final class SessionPool: Service, Sendable {
 
     /// `withConnection`, inside a transaction: committed when `body` returns, rolled back when it throws. A `COMMIT`
     /// that fails is `CommitUnconfirmed` (`underlyingError`).
-    public func withTransaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
+    func withTransaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
         let connection = try await lease()
         defer { release(connection) }
         do {
@@ -73,7 +73,7 @@ public final class SessionPool: Service, Sendable {
     /// the session goes back once its rows are read to the end (or dropped), and a statement's error reaches only a
     /// caller that reads them to the end.
     @discardableResult
-    public func query(
+    func query(
         _ query: PostgresQuery, _ use: SessionUse = .writes, logger: Logger? = nil, file: String = #fileID, line: Int = #line
     ) async throws -> PooledRows {
         let connection = try await lease(use)
@@ -99,7 +99,7 @@ public final class SessionPool: Service, Sendable {
 
     /// Until the task is cancelled or the service group shuts down; then stops the pool (`close`). Leases need no
     /// `run` to be served.
-    public func run() async {
+    func run() async {
         await withTaskCancellationOrGracefulShutdownHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let closed = state.withLock { state in
@@ -115,7 +115,7 @@ public final class SessionPool: Service, Sendable {
 
     /// Stops the pool and returns once its idle sessions have closed: later leases fail with `SessionPoolClosed`,
     /// waiting ones too, and each leased session is closed when it comes back.
-    public func close() async {
+    func close() async {
         for connection in stop() { try? await connection.closeFuture.get() }
     }
 

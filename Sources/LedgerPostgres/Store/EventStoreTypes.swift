@@ -28,14 +28,14 @@ public enum ExpectedVersion: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// An event to append; `eventId` is its idempotency key.
-public struct NewEvent: Sendable, Hashable {
-    public var eventId: UUID
-    public var type: String
-    public var data: JSONValue
-    public var metadata: JSONValue
-    public var occurredAt: Date?
+struct NewEvent: Sendable, Hashable {
+    var eventId: UUID
+    var type: String
+    var data: JSONValue
+    var metadata: JSONValue
+    var occurredAt: Date?
 
-    public init(eventId: UUID, type: String, data: JSONValue, metadata: JSONValue = .object([:]), occurredAt: Date? = nil) {
+    init(eventId: UUID, type: String, data: JSONValue, metadata: JSONValue = .object([:]), occurredAt: Date? = nil) {
         self.eventId = eventId
         self.type = type
         self.data = data
@@ -58,9 +58,9 @@ public struct StoredEvent: Sendable, Hashable {
 }
 
 /// A place in the feed: an event's writing transaction (as text) and its position, the order the feed reads in.
-public struct FeedCursor: Sendable, Hashable {
-    public var transactionId: String
-    public var position: Int64
+struct FeedCursor: Sendable, Hashable {
+    var transactionId: String
+    var position: Int64
 }
 
 /// Where one appended event landed.
@@ -95,7 +95,7 @@ public enum EventStoreError: Error, Sendable, Hashable {
 }
 
 /// Which prefix of an order's stream to read.
-public enum StreamLimit: Sendable, Hashable {
+enum StreamLimit: Sendable, Hashable {
     /// Events up to and including this version.
     case version(Int)
     /// Events recorded at or before this moment.
