@@ -10,7 +10,7 @@ public struct StreamKind: Hashable, Sendable, CustomStringConvertible {
     /// As stored (`streams.kind`, `events.kind`): lower case, letters and underscores (the schema checks it).
     public let name: String
 
-    /// A kind by its stored name, known to this build or not (`isKnown`): the store reads every row it holds.
+    /// A kind by its stored name, known to this build or not (`all`): the store reads every row it holds.
     public init(_ name: String) { self.name = name }
 
     /// One order's events: created, paid, verified, granted, finished, and the side roads (`OrderEvent`).
@@ -19,8 +19,6 @@ public struct StreamKind: Hashable, Sendable, CustomStringConvertible {
     /// The kinds this build knows. An event of another kind (written by a newer build) is read, hashed, fed and
     /// exported like any other, and reported, never folded, by the checks that fold.
     public static let all: [StreamKind] = [.order]
-
-    public var isKnown: Bool { Self.all.contains(self) }
 
     public var description: String { name }
 }

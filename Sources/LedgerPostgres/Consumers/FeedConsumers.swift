@@ -9,10 +9,9 @@ import PostgresNIO
 ///
 /// One node at a time: a round takes the consumer only when nobody else holds it or their lease ran out, and renews
 /// the lease each time it advances; an advance whose lease another node has taken since writes nothing, and the round
-/// ends. A
-/// node that dies frees its consumers when their leases run out, and the next node goes on from the last position
-/// written: what the dead node handled after it is handled again (at least once), never skipped. Times come from the
-/// caller's clock, as the recovery schedule's do, so a test passes a lease's end without waiting for it.
+/// ends. A node that dies frees its consumers when their leases run out, and the next node goes on from the last
+/// position written: what the dead node handled after it is handled again (at least once), never skipped. Times come
+/// from the caller's clock, as the recovery schedule's do, so a test passes a lease's end without waiting for it.
 public struct FeedConsumers: Sendable {
     let pools: EventLoopPools
     let logger: Logger
@@ -42,11 +41,13 @@ public struct FeedConsumers: Sendable {
             let events = page.map(\.event)
             let advance = Advance(
                 name: consumer.name, lease: holder, to: last, count: events.count, until: now() + lease.seconds)
-            let advanced = switch consumer.handling {
+            let advanced: Bool
+            switch consumer.handling {
             case .thenAdvance(let handle):
-                try await { try await handle(events); return try await self.advance(advance) }()
+                try await handle(events)
+                advanced = try await self.advance(advance)
             case .inTransaction(let handle):
-                try await client.withTransaction(logger: logger) { connection in
+                advanced = try await client.withTransaction(logger: logger) { connection in
                     try await handle(events, connection)
                     return try await self.advance(advance, on: connection)
                 }
