@@ -57,21 +57,29 @@ struct DeadlineTests {
             // whose answer cannot come until the test lets it (PostgresNIO queries ignore cancellation).
             try await client.withConnection { holder in
                 try await holder.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
-                let onItsConnection = StartedFlag()
-                let waited = try await Database(configuration: configuration).withClient { stuck in
-                    try await stuck.query("SELECT 1")  // connected before the clock starts
-                    let started = ContinuousClock.now
-                    // 10 s: room for a machine busy with the whole suite to hand over the idle connection first (2 s
-                    // was not, once, on a two-core machine with two other loads).
-                    await #expect(throws: DatabaseTimeout.self) {
-                        try await stuck.withConnection(within: .seconds(10)) { connection in
-                            onItsConnection.set()
-                            try await connection.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
-                        }
+                // 10 s: room for a machine busy with the whole suite to hand over the idle connection first. Even so,
+                // under the whole suite and two busy loops, the deadline once came before the work had its connection;
+                // such an attempt shows nothing about stuck work (nothing ran), so it is tried again, five times at most.
+                var onItsConnection = StartedFlag()
+                var waited = Duration.zero
+                for _ in 1...5 {
+                    onItsConnection = StartedFlag()
+                    let flag = onItsConnection
+                    waited = try await Database(configuration: configuration).withClient { stuck in
+                        try await stuck.query("SELECT 1")  // connected before the clock starts
+                        let started = ContinuousClock.now
+                        do {
+                            try await stuck.withConnection(within: .seconds(10)) { connection in
+                                flag.set()
+                                try await connection.query("SELECT pg_advisory_lock(\(Self.stuckLock))", logger: .init(label: "test"))
+                            }
+                            Issue.record("the stuck work returned")
+                        } catch is DatabaseTimeout {}
+                        return ContinuousClock.now - started
                     }
-                    return ContinuousClock.now - started
+                    if onItsConnection.isSet { break }
                 }
-                #expect(onItsConnection.isSet, "the deadline came while the work still waited for a connection")
+                #expect(onItsConnection.isSet, "in five tries, the deadline always came while the work waited for a connection")
                 // Far below the fail-safe's 60 s, with room for a machine busy with the whole suite.
                 #expect(waited < .seconds(30), "the stuck query held the caller for \(waited)")
                 // Work elsewhere goes on while the old query is still stuck. (120 s: the pool may have to open this
