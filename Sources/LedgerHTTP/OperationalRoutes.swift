@@ -39,13 +39,11 @@ struct OperationalRoutes {
         return JSONResponse.make(status: .ok, body: [
             "status": "ready",
             "replicas": .array(replicas.report.map { name, health in
-                switch health {
-                case .unknown:
-                    ["name": .string(name), "state": "unknown"]
-                case .behind(let lag):
-                    ["name": .string(name), "state": lag <= maximumLag ? "in_use" : "lagging", "lagSeconds": .string(Self.seconds(lag))]
-                case .down(let reason):
-                    ["name": .string(name), "state": "down", "reason": .string(reason)]
+                let state = JSONValue.string(health.state(maximumLag: maximumLag))
+                return switch health {
+                case .unknown: ["name": .string(name), "state": state]
+                case .behind(let lag): ["name": .string(name), "state": state, "lagSeconds": .string(Self.seconds(lag))]
+                case .down(let reason): ["name": .string(name), "state": state, "reason": .string(reason)]
                 }
             }),
         ])

@@ -163,3 +163,14 @@ public final class ReadReplicas: Sendable {
 }
 
 struct ReplicaPositionUnknown: Error {}
+
+extension ReadReplicas.Health {
+    /// How `/readyz` names it: `in_use` (caught up within `maximumLag`), `lagging`, `down` or `unknown`.
+    public func state(maximumLag: Duration) -> String {
+        switch self {
+        case .unknown: "unknown"
+        case .behind(let lag): lag <= maximumLag ? "in_use" : "lagging"
+        case .down: "down"
+        }
+    }
+}
