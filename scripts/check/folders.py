@@ -7,7 +7,8 @@ from Append/ is Append -> Reads). A method is told apart by its name alone: a na
 or anywhere outside the module (the other modules of Sources/, the packages in .build/checkouts, the standard
 library's common names), could mean another, and is left out. Naming a type in `extension T` is not a dependency: the
 extension adds to T. Prints each dependency and exits 1 when two folders (or more, around a cycle) depend on each
-other.
+other. The packages' sources must be there (`swift package resolve`): without them a call of a package's method would
+be taken for this module's, and a loop reported that is not one (exits 2).
 
     scripts/check/folders.py Sources/LedgerPostgres
 """
@@ -39,6 +40,9 @@ def folder_of(root: Path, file: Path) -> str:
 
 def main() -> int:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else 'Sources/LedgerPostgres')
+    if not Path('.build/checkouts').is_dir():
+        print('.build/checkouts is missing: run `swift package resolve` first', file=sys.stderr)
+        return 2
     files = sorted(root.rglob('*.swift'))
     declared: dict[str, str] = {}
     texts = {}
