@@ -13,9 +13,11 @@ public enum LedgerApplication {
     /// `providers` enables the providers' notification endpoints and signed-transaction receipts (none by default).
     /// `replicas` serve the reads that may lag (`ReadSource`); none: every read is the primary's.
     /// `recoverer` asks providers about an order on support's request (`POST /v1/orders/{id}/recover`); none: 501.
+    /// `readinessTimeout`: how long `/readyz` waits for the database (2 s; a test on a busy machine waits longer).
     public static func router(
         database: LedgerDatabase, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
-        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil
+        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil,
+        readinessTimeout: Duration = defaultReadinessTimeout
     ) -> Router<LedgerRequestContext> {
         let ledger = database.ledger
         // HEAD answers as GET does, without the body (RFC 9110 §9.3.2): a monitor's HEAD /healthz was a 404.
@@ -27,7 +29,9 @@ public enum LedgerApplication {
         router.add(middleware: RequestDeadlineMiddleware())
         router.add(middleware: StreamSafeRequestMiddleware())
 
-        OperationalRoutes(operations: database.operations, metrics: metrics, replicas: replicas).register(on: router)
+        OperationalRoutes(
+            operations: database.operations, metrics: metrics, replicas: replicas, readinessTimeout: readinessTimeout)
+            .register(on: router)
         ConsoleRoutes().register(on: router)
         let tokens = database.operations.tokenCache()
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
@@ -65,6 +69,8 @@ public enum LedgerApplication {
     public static let defaultIdleTimeout: Duration = .seconds(30)
     /// `serve --body-timeout`'s default.
     public static let defaultBodyTimeout: Duration = .seconds(30)
+    /// How long `/readyz` waits for the database by default: a monitor's probe is answered well within its own timeout.
+    public static let defaultReadinessTimeout: Duration = .seconds(2)
 
     /// The HTTP application `serve` runs. Its database clients are not among its services: `serve` runs them in its
     /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).

@@ -12,7 +12,7 @@ struct OperationalRoutes {
     let replicas: ReadReplicas?
 
     /// How long readiness waits for the database before saying it is not ready (at most the request deadline).
-    static let readinessTimeout = Duration.seconds(2)
+    let readinessTimeout: Duration
 
     func register(on router: Router<Context>) {
         router.get("healthz") { _, _ in JSONResponse.make(status: .ok, body: ["status": "ok"]) }
@@ -30,7 +30,7 @@ struct OperationalRoutes {
     /// Ready when the database answers within the readiness timeout (or the request deadline, when that is shorter;
     /// `Operations.isReachable`).
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
-        let limit = Deadline.request.map { min($0, Self.readinessTimeout) } ?? Self.readinessTimeout
+        let limit = Deadline.request.map { min($0, readinessTimeout) } ?? readinessTimeout
         guard await operations.isReachable(within: limit, logger: context.logger) else {
             throw APIError(.serviceUnavailable, "unavailable", "the database cannot be reached", headers: [.retryAfter: "1"])
         }

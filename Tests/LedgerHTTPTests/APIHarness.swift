@@ -42,9 +42,11 @@ struct API {
     }()
 
     /// `questions`: the providers `POST /v1/orders/{id}/recover` asks (none: it answers 501), on `recoveryClock`.
+    /// `readinessTimeout`: how long `/readyz` waits for the database.
     static func run(
         providers: ProviderVerifiers = ProviderVerifiers(), questions: ProviderQuestions? = nil,
         recoveryClock: @escaping @Sendable () -> Date = Date.init,
+        readinessTimeout: Duration = LedgerApplication.defaultReadinessTimeout,
         _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService { owner, service in
@@ -58,7 +60,9 @@ struct API {
                 Recoverer(database: database, questions: $0, clock: recoveryClock, logger: API.logger)
             }
             let app = Application(
-                router: LedgerApplication.router(database: database, providers: providers, recoverer: recoverer), logger: API.logger)
+                router: LedgerApplication.router(
+                    database: database, providers: providers, recoverer: recoverer, readinessTimeout: readinessTimeout),
+                logger: API.logger)
             let frozen = secrets
             try await app.test(.router) { client in
                 try await body(API(client: client, database: database, tokens: tokens, secrets: frozen))

@@ -96,11 +96,6 @@ struct ServerLimitsAPITests {
     }
 }
 
-/// The readiness limit the route uses (its own, or the request deadline when shorter; tests set none).
-enum OperationalRoutesReadiness {
-    static let timeout = Duration.seconds(2)
-}
-
 extension API {
     /// Like `run`, with the service connected with PostgreSQL's own limits (as `serve` connects it); `body` also
     /// gets the owner's client.
