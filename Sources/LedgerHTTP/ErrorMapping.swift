@@ -54,20 +54,20 @@ extension APIError {
 
     private init(storeError error: EventStoreError) {
         switch error {
-        case .versionConflict(let orderId, let expected, let actual):
-            self.init(.conflict, "version_conflict", "order \(orderId) is at version \(actual), not \(expected)",
-                      details: ["orderId": .string(orderId), "expected": expected.json, "actual": .int(Int64(actual))])
-        case .idempotencyConflict(let eventId, let storedOrderId):
+        case .versionConflict(let stream, let expected, let actual):
+            self.init(.conflict, "version_conflict", "\(stream) is at version \(actual), not \(expected)",
+                      details: stream.details.merging(["expected": expected.json, "actual": .int(Int64(actual))]) { $1 })
+        case .idempotencyConflict(let eventId, let stored):
             self.init(.conflict, "idempotency_conflict",
                       "event id \(eventId.lowercasedText) was already used for a different event",
-                      details: ["eventId": .string(eventId.lowercasedText), "orderId": .string(storedOrderId)])
+                      details: stored.details.merging(["eventId": .string(eventId.lowercasedText)]) { $1 })
         case .unknownPosition(let position):
             self = .invalidRequest(field: "after", "after=\(position) is not the position of a stored event")
         case .emptyAppend:
             self = .invalidRequest(field: "events", "events must hold at least one event")
-        case .contended(let orderId):
-            self.init(.serviceUnavailable, "contended", "order \(orderId) is being written by many requests at once; retry shortly",
-                      details: ["orderId": .string(orderId)], headers: [.retryAfter: "1"])
+        case .contended(let stream):
+            self.init(.serviceUnavailable, "contended", "\(stream) is being written by many requests at once; retry shortly",
+                      details: stream.details, headers: [.retryAfter: "1"])
         }
     }
 
@@ -114,5 +114,13 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             return apiError.response()
         }
+    }
+}
+
+extension StreamName {
+    /// A stream in an error's details: an order's as `orderId`, as the API always named it; another kind's as `kind`
+    /// and `streamId`.
+    var details: [String: JSONValue] {
+        kind == .order ? ["orderId": .string(id)] : ["kind": .string(kind.name), "streamId": .string(id)]
     }
 }

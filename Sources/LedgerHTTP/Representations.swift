@@ -42,7 +42,7 @@ extension Recorded {
     /// The answer to a post of events (and, identically, to its retry).
     public var json: JSONValue {
         .object([
-            "orderId": .string(append.orderId),
+            "orderId": .string(append.stream.id),
             "version": .int(Int64(append.version)),
             "events": .array(append.events.map { event in
                 .object([

@@ -79,7 +79,7 @@ struct AppendGroupTests {
         let locks = await HeldLocks("SELECT 1 FROM orders WHERE order_id = \(run.blockerId) FOR UPDATE", on: client)
         let actor = actor
         let blocked = Task { try await run.node.record(orderId: run.blockerId, events: [run.blocker.receipt], metadata: actor) }
-        let statistics = { run.node.store.appendGroup.statistics }
+        let statistics = { run.node.store.appendGroup(OrderProjection.self).statistics }
         let gathered = try await withThrowingTaskGroup(of: (Int, T).self) { group in
             let blocking = await eventually { statistics().busy }
             for (index, append) in appends.enumerated() { group.addTask { (index, await append()) } }
@@ -105,11 +105,11 @@ struct AppendGroupTests {
     /// Checks that the ledger verifies, and answers whether the run's groups did what the scenario expects: its
     /// largest group `largest` writes, `written` writes written by groups since `before`.
     private func verified(
-        _ run: Run, on client: SessionPool, since before: AppendGroup.Statistics, largest: Int, written: Int
+        _ run: Run, on client: SessionPool, since before: AppendGroup<OrderProjection>.Statistics, largest: Int, written: Int
     ) async throws -> Bool {
         let report = try await LedgerDatabase(client: client).operations.verify()
         #expect(report.passed, "\(report.brokenEvents.prefix(3))")
-        let after = run.node.store.appendGroup.statistics
+        let after = run.node.store.appendGroup(OrderProjection.self).statistics
         return after.largestGroup == largest && after.done - before.done == written
     }
 
@@ -120,7 +120,7 @@ struct AppendGroupTests {
                 // Another node moves order 1 on: this node's memory of it is stale.
                 _ = try await Ledger(client: client).record(
                     orderId: run.orderId(1), events: [run.lifecycles[1].queued], metadata: actor)
-                let before = run.node.store.appendGroup.statistics
+                let before = run.node.store.appendGroup(OrderProjection.self).statistics
                 guard let outcomes = try await gathered(receipts(of: run), behindBlockerOf: run, client: client)
                 else { return false }
                 #expect(try outcomes.map { try $0.get().append.events.map(\.version) } == [[2], [3], [2]])
@@ -140,7 +140,7 @@ struct AppendGroupTests {
                 // Another writer holds order 1's stream row, as one queued after losing a race does, until order 0's
                 // append is answered.
                 let locks = await HeldLocks("SELECT 1 FROM streams WHERE kind = 'order' AND stream_id = \(run.orderId(1)) FOR UPDATE", on: client)
-                let before = run.node.store.appendGroup.statistics
+                let before = run.node.store.appendGroup(OrderProjection.self).statistics
                 let appends = receipts(of: run) { index in if index == 0 { locks.release() } }
                 let outcomes = try await gathered(appends, behindBlockerOf: run, client: client)
                 try await locks.transaction.value
@@ -162,7 +162,7 @@ struct AppendGroupTests {
                 var claimant = Lifecycle()
                 claimant.transactionId = holder.transactionId
                 let run = try await start(run: number, [claimant, Lifecycle()], on: client)
-                let before = run.node.store.appendGroup.statistics
+                let before = run.node.store.appendGroup(OrderProjection.self).statistics
                 guard let outcomes = try await gathered(receipts(of: run), behindBlockerOf: run, client: client)
                 else { return false }
                 #expect(throws: Refusal.transactionBoundElsewhere(transactionId: holder.transactionId, orderId: "holder")) {
@@ -194,7 +194,7 @@ struct AppendGroupTests {
                 }
                 try await group.waitForAll()
             }
-            let statistics = node.store.appendGroup.statistics
+            let statistics = node.store.appendGroup(OrderProjection.self).statistics
             #expect(statistics.largestGroup > 1, "appends written together")
             for index in 0..<clients {
                 #expect(try await node.store.read(.order("order-\(index)")).map(\.version) == Array(1...6))

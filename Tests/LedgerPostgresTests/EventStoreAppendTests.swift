@@ -46,13 +46,13 @@ struct EventStoreAppendTests {
             _ = try await store.append(to: order, expectedVersion: .noStream, events: [StoreFixtures.event()])
             _ = try await store.append(to: order, expectedVersion: .exactly(1), events: [StoreFixtures.event()])
 
-            await #expect(throws: EventStoreError.versionConflict(orderId: order, expected: .exactly(1), actual: 2)) {
+            await #expect(throws: EventStoreError.versionConflict(stream: .order(order), expected: .exactly(1), actual: 2)) {
                 try await store.append(to: order, expectedVersion: .exactly(1), events: [StoreFixtures.event()])
             }
-            await #expect(throws: EventStoreError.versionConflict(orderId: order, expected: .noStream, actual: 2)) {
+            await #expect(throws: EventStoreError.versionConflict(stream: .order(order), expected: .noStream, actual: 2)) {
                 try await store.append(to: order, expectedVersion: .noStream, events: [StoreFixtures.event()])
             }
-            await #expect(throws: EventStoreError.versionConflict(orderId: "new-order", expected: .exactly(3), actual: 0)) {
+            await #expect(throws: EventStoreError.versionConflict(stream: .order("new-order"), expected: .exactly(3), actual: 0)) {
                 try await store.append(to: "new-order", expectedVersion: .exactly(3), events: [StoreFixtures.event()])
             }
             #expect(try await store.read(.order(order)).count == 2)

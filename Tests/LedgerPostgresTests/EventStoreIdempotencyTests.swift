@@ -62,13 +62,13 @@ struct EventStoreIdempotencyTests {
             let order = StoreFixtures.orderId()
             let id = UUID()
             _ = try await store.append(to: order, events: [StoreFixtures.event("paid", 1, id: id)])
-            await #expect(throws: EventStoreError.idempotencyConflict(eventId: id, storedOrderId: order)) {
+            await #expect(throws: EventStoreError.idempotencyConflict(eventId: id, stored: .order(order))) {
                 try await store.append(to: order, events: [StoreFixtures.event("paid", 2, id: id)])
             }
-            await #expect(throws: EventStoreError.idempotencyConflict(eventId: id, storedOrderId: order)) {
+            await #expect(throws: EventStoreError.idempotencyConflict(eventId: id, stored: .order(order))) {
                 try await store.append(to: order, events: [StoreFixtures.event("refunded", 1, id: id)])
             }
-            await #expect(throws: EventStoreError.idempotencyConflict(eventId: id, storedOrderId: order)) {
+            await #expect(throws: EventStoreError.idempotencyConflict(eventId: id, stored: .order(order))) {
                 try await store.append(to: "another-order", events: [StoreFixtures.event("paid", 1, id: id)])
             }
         }

@@ -36,7 +36,7 @@ struct HotStatementPlanTests {
 
             let plans = try await service.withConnection { connection in try await Self.cachedPlans(on: connection) }
             #expect(Set(plans.keys).isSuperset(of: [
-                AppendStatements.ReadShape.name, AppendStatements.WriteShape.name, AppendStatements.GroupWriteShape.name,
+                AppendStatements<OrderProjection>.ReadShape.name, AppendStatements<OrderProjection>.WriteShape.name, AppendStatements<OrderProjection>.GroupWriteShape.name,
                 EventStore.PageShape.name,
                 EventStore.PageAsOfShape.name, EventStore.VersionsShape.name, Ledger.OrderShape.name,
                 Ledger.TransactionShape.name,
@@ -56,8 +56,8 @@ struct HotStatementPlanTests {
     /// each other's text.
     @Test func everyStatementShapeHasANameOfItsOwn() {
         let shapes: [any StatementShape.Type] = [
-            AppendStatements.ReadShape.self, AppendStatements.WriteShape.self, AppendStatements.QueuedWriteShape.self,
-            AppendStatements.GroupWriteShape.self, EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionsShape.self, Ledger.OrderShape.self,
+            AppendStatements<OrderProjection>.ReadShape.self, AppendStatements<OrderProjection>.WriteShape.self, AppendStatements<OrderProjection>.QueuedWriteShape.self,
+            AppendStatements<OrderProjection>.GroupWriteShape.self, EventStore.PageShape.self, EventStore.PageAsOfShape.self, EventStore.VersionsShape.self, Ledger.OrderShape.self,
             Ledger.TransactionShape.self,
         ]
         #expect(Set(shapes.map { $0.name }).count == shapes.count)

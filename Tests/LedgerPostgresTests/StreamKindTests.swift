@@ -9,35 +9,17 @@ import Testing
 /// checks that fold say plainly which kinds this build cannot fold.
 @Suite("Stream kinds: the log carries any kind")
 struct StreamKindTests {
-    /// A kind of a later build, written as that build would write it: sealed under its kind and id.
-    static let later = StreamKind("subscription")
+    /// A kind this build does not know (a later build's), appended through the store's own append.
+    static let later = LaterKind.kind
 
-    /// Appends `count` sealed events to the `later` stream `id`, as one statement, the way an append writes them.
+    /// Appends `count` events to the `later` stream `id`, one append each.
     static func appendLaterKind(_ id: String, count: Int, on client: SessionPool) async throws {
-        let stream = StreamName(later, id)
-        let recordedAt = Date(timeIntervalSince1970: 1_800_000_000.25)
-        var previous: [UInt8]?
-        var rows: [(UUID, String, [UInt8], [UInt8])] = []
+        let store = EventStore(client: client)
         for version in 1...count {
-            let eventId = UUID()
-            let data: JSONValue = ["renewal": .int(Int64(version))]
-            let canonical = EventSeal.canonicalBytes(
-                stream: stream, version: version, eventId: eventId, type: "subscription.renewed", data: data,
-                metadata: [:], occurredAt: nil, recordedAt: recordedAt)
-            let hash = EventSeal.hash(previous: previous, canonical: canonical)
-            rows.append((eventId, data.canonicalJSON, canonical, hash))
-            previous = hash
+            _ = try await store.append(to: id, of: LaterKind.self, events: [LaterKind.renewal(version)]) { snapshot in
+                snapshot.version + 1
+            }
         }
-        try await client.query(
-            """
-            WITH s AS (
-                INSERT INTO streams (kind, stream_id, version, last_hash) VALUES (\(later.name), \(id), \(count), \(ByteBuffer(bytes: previous ?? [])))
-            )
-            INSERT INTO events (kind, stream_id, version, event_id, type, data, recorded_at, canonical, hash)
-            SELECT \(later.name), \(id), n.version, n.event_id, 'subscription.renewed', n.data::jsonb, \(recordedAt), n.canonical, n.hash
-            FROM unnest(\(rows.map(\.0))::uuid[], \(rows.map(\.1))::text[], \(rows.map { ByteBuffer(bytes: $0.2) })::bytea[],
-                        \(rows.map { ByteBuffer(bytes: $0.3) })::bytea[]) WITH ORDINALITY AS n(event_id, data, canonical, hash, version)
-            """)
     }
 
     @Test func aStreamOfAnotherKindIsFedExportedSealedAndReportedNeverFoldedAsAnOrder() async throws {
@@ -78,5 +60,75 @@ struct StreamKindTests {
             #expect(rebuilt.orders == 1 && rebuilt.events == 6)
             #expect(try await database.ledger.order("same-id-0")?.state == .finished)
         }
+    }
+
+    /// The append is the same for any kind: 16 concurrent writers on one stream of a second kind take turns (versions
+    /// 1…16, each chained onto the one before), a retry is a replay, an event id is unique across kinds, the expected
+    /// version is the stream's own, and the order of the same id is left alone.
+    @Test func theAppendWritesAnotherKindWithEveryGuaranteeOfAnOrders() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            try await recordHappyOrders(1, prefix: "same-id", on: database.ledger)
+            let store = EventStore(client: client)
+            let stream = StreamName(Self.later, "same-id-0")
+            try await withThrowingTaskGroup(of: AppendResult.self) { group in
+                for n in 1...16 {
+                    group.addTask {
+                        try await store.append(to: stream.id, of: LaterKind.self, events: [LaterKind.renewal(n)]) {
+                            $0.version + 1
+                        }.result
+                    }
+                }
+                for try await appended in group { #expect(appended.stream == stream && !appended.isReplay) }
+            }
+            #expect(try await store.read(stream).map(\.version) == Array(1...16))
+            #expect(try await store.read(.order(stream.id)).count == 6)
+
+            let once = LaterKind.renewal(17)
+            let first = try await store.append(to: stream.id, of: LaterKind.self, events: [once]) { $0.version + 1 }.result
+            let again = try await store.append(to: stream.id, of: LaterKind.self, events: [once]) { $0.version + 1 }.result
+            #expect(again.isReplay && again.events == first.events && first.version == 17)
+
+            let orderEvent = try #require(try await store.read(.order(stream.id)).first)
+            await #expect(throws: EventStoreError.idempotencyConflict(eventId: orderEvent.eventId, stored: .order(stream.id))) {
+                try await store.append(to: stream.id, of: LaterKind.self, events: [LaterKind.renewal(1, id: orderEvent.eventId)]) {
+                    $0.version + 1
+                }
+            }
+            await #expect(throws: EventStoreError.versionConflict(stream: stream, expected: .exactly(6), actual: 17)) {
+                try await store.append(to: stream.id, of: LaterKind.self, expectedVersion: .exactly(6), events: [LaterKind.renewal(18)]) {
+                    $0.version + 1
+                }
+            }
+
+            // Every event's seal and chain checks; only the fold of a kind this build does not know is missing.
+            let report = try await database.operations.verify()
+            #expect(report.eventsChecked == 6 + 17 && report.brokenEvents.isEmpty)
+            #expect(report.drift.map(\.key) == ["subscription"])
+        }
+    }
+}
+
+/// A second kind of stream whose projection stores nothing: its append reads and writes only what the store itself
+/// keeps (the stream's head, its events, their seals). What it "projects" is the stream's version, which lets an
+/// append decide from memory and be written in a group, as an order's is.
+enum LaterKind: StreamProjection {
+    struct Read: Sendable {}
+    typealias Written = Int
+
+    static let kind = StreamKind("subscription")
+    static let readColumns = ""
+    static func readJoins(claims: [String], into sql: inout PostgresQuery.StringInterpolation) {}
+    static func decodeRead(_ columns: PostgresRandomAccessRow, from index: Int, stream id: String) throws -> Read { Read() }
+    static let noStream = Read()
+    static func read(after written: Int, stream id: String) -> Read { Read() }
+    static func startsStream(firstEventType type: String) -> Bool { true }
+    static func write(_ written: Int?, stream id: String, into sql: inout PostgresQuery.StringInterpolation) {}
+    static func writeCheck(_ written: Int?, into sql: inout PostgresQuery.StringInterpolation) { sql.appendLiteral("true") }
+    static func groupWrite(_ written: [Int], into sql: inout PostgresQuery.StringInterpolation) {}
+    static let groupWriteCheck = "true"
+
+    static func renewal(_ n: Int, id: UUID = UUID()) -> NewEvent {
+        NewEvent(eventId: id, type: "subscription.renewed", data: ["renewal": .int(Int64(n))], metadata: ["actor": "test"])
     }
 }

@@ -2,15 +2,18 @@
 /// being written are written together, one statement and one commit for all (`StatementGroup`,
 /// `AppendStatements.writeGroup`). Under load most appends are decided from memory, and a statement's fixed cost —
 /// its commit and WAL flush, the executor's start for every CTE, the round trip — is most of PostgreSQL's work for a
-/// single event: a group spreads it. Two appends to one order never share a group.
+/// single event: a group spreads it. A group holds appends of one kind (one per kind and pool), never two to one stream.
 ///
 /// A write its guards stopped, or a group whose statement failed, is answered `notWritten`: that append reads and
 /// decides again (`EventStore.append`), alone, as any append whose memory was stale.
-typealias AppendGroup = StatementGroup<GroupedWrite, GroupedWrite.Outcome>
+typealias AppendGroup<Projection: StreamProjection> =
+    StatementGroup<GroupedWrite<Projection>, GroupedWrite<Projection>.Outcome>
 
 extension EventStore {
-    /// The appends from memory on this store's pool, written together.
-    var appendGroup: AppendGroup { client.groups.group(GroupedWrite.group) }
+    /// The appends from memory of one kind on this store's pool, written together.
+    func appendGroup<Projection: StreamProjection>(_ projection: Projection.Type) -> AppendGroup<Projection> {
+        client.groups.group(GroupedWrite<Projection>.group)
+    }
 }
 
 extension GroupedWrite {
@@ -21,13 +24,15 @@ extension GroupedWrite {
         case notWritten
     }
 
-    /// A group of at most 64 appends, one per order.
-    static func group() -> AppendGroup {
-        AppendGroup(largest: 64, key: \.orderId) { if case .written = $0 { true } else { false } }
+    /// A group of at most 64 appends, one per stream.
+    static func group() -> AppendGroup<Projection> {
+        AppendGroup(largest: 64, key: \.streamId) { if case .written = $0 { true } else { false } }
     }
 
     /// Writes `group` on a session of `pool` (what a group's leader runs).
-    static func writeTogether(_ group: [GroupedWrite], statements: AppendStatements, on pool: SessionPool) async -> [Outcome] {
+    static func writeTogether(
+        _ group: [GroupedWrite], statements: AppendStatements<Projection>, on pool: SessionPool
+    ) async -> [Outcome] {
         do {
             let written = try await pool.withConnection(within: Deadline.remaining) { connection in
                 // Past its deadline the connection is being closed, and a statement sent on a closing connection may

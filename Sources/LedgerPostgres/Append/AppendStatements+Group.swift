@@ -3,37 +3,40 @@ import LedgerCore
 import PostgresNIO
 
 /// An append decided from what this node remembers (`RecentStreams`), sealed and waiting to be written together
-/// with others (`AppendGroup`).
-struct GroupedWrite: Sendable {
+/// with others of its kind (`AppendGroup`).
+struct GroupedWrite<Projection: StreamProjection>: Sendable {
     let events: [NewEvent]
     /// From memory: the write checks its token epoch and recorded time itself.
-    let snapshot: AppendSnapshot
-    let order: Order
+    let snapshot: AppendSnapshot<Projection.Read>
+    /// What the decision leaves, written with the events.
+    let written: Projection.Written
     let sealed: SealedEvents
 
-    init(events: [NewEvent], snapshot: AppendSnapshot, order: Order) {
+    init(events: [NewEvent], snapshot: AppendSnapshot<Projection.Read>, written: Projection.Written) {
         self.events = events
         self.snapshot = snapshot
-        self.order = order
-        self.sealed = SealedEvents(events, after: snapshot)
+        self.written = written
+        self.sealed = SealedEvents(
+            events, stream: snapshot.stream, after: snapshot.version, lastHash: snapshot.lastHash,
+            recordedAt: snapshot.recordedAt)
     }
 
-    var orderId: String { snapshot.orderId }
+    var streamId: String { snapshot.stream.id }
 }
 
-/// The grouped write: appends to several orders, each decided from memory, in one statement — one round trip, one
-/// commit — with the guards of a single append's write for each of them. Each write is admitted alone: a stale one
-/// (another writer moved its stream, its token epoch changed, its recorded time is off the database's clock) writes
-/// nothing and the others are written; so does one whose stream row another writer holds (one queued in its
+/// The grouped write: appends to several streams of one kind, each decided from memory, in one statement — one round
+/// trip, one commit — with the guards of a single append's write for each of them. Each write is admitted alone: a
+/// stale one (another writer moved its stream, its token epoch changed, its recorded time is off the database's clock)
+/// writes nothing and the others are written; so does one whose stream row another writer holds (one queued in its
 /// transaction after losing a race: the row is skipped, where a single write's `NOWAIT` fails the statement). A write
 /// that fails the statement (an event id or a transaction taken since) fails the whole group, and each of its appends
 /// then reads and decides again (`AppendGroup`).
 ///
 /// Every lookup is per write, through the primary keys (a lateral lock of each stream row, then the update by its
 /// row id), so the generic plan stays on the indexes however the tables grow (`HotStatementPlanTests`). A group never
-/// holds two writes to one order (`AppendGroup` keeps the second for the next group).
+/// holds two writes to one stream (`AppendGroup` keeps the second for the next group).
 extension AppendStatements {
-    static func groupWriteQuery(_ writes: [GroupedWrite]) -> PostgresQuery {
+    static func groupWriteQuery(_ writes: [GroupedWrite<Projection>]) -> PostgresQuery {
         var eventWrite: [Int] = [], ordinals: [Int] = [], ids: [UUID] = [], types: [String] = []
         var data: [String] = [], metadata: [String] = [], occurredAt: [String] = []
         var canonicals: [ByteBuffer] = [], hashes: [ByteBuffer] = []
@@ -53,19 +56,20 @@ extension AppendStatements {
         let tolerance = "interval '\(RecentStreams.clockToleranceSeconds) seconds'"
         return """
         WITH w AS (
-            SELECT * FROM unnest(\(writes.map(\.orderId))::text[], \(writes.map(\.snapshot.version))::int8[],
+            SELECT * FROM unnest(\(writes.map(\.streamId))::text[], \(writes.map(\.snapshot.version))::int8[],
                                  \(writes.map(\.snapshot.streamExists))::bool[],
                                  \(NullableArray(writes.map(\.snapshot.tokenEpoch)))::int8[],
                                  \(writes.map { Timestamp($0.snapshot.recordedAt) })::timestamptz[],
                                  \(writes.map { $0.snapshot.version + $0.events.count })::int8[],
                                  \(writes.map { $0.sealed.lastHash ?? ByteBuffer() })::bytea[])
-                 WITH ORDINALITY AS w(order_id, version, stream_exists, token_epoch, recorded_at, new_version, last_hash, n)
+                 WITH ORDINALITY AS w(stream_id, version, stream_exists, token_epoch, recorded_at, new_version, last_hash, n)
             WHERE coalesce(w.token_epoch = (SELECT epoch FROM api_token_epoch), true)
               AND w.recorded_at <= clock_timestamp() AND w.recorded_at > clock_timestamp() - \(unescaped: tolerance)
         ), head AS (
             SELECT w.n, s.row FROM w CROSS JOIN LATERAL (
                 SELECT ctid AS row FROM streams
-                WHERE kind = 'order' AND stream_id = w.order_id AND version = w.version FOR UPDATE SKIP LOCKED
+                WHERE kind = \(unescaped: kindLiteral) AND stream_id = w.stream_id AND version = w.version
+                FOR UPDATE SKIP LOCKED
             ) s
             WHERE w.stream_exists
         ), moved AS (
@@ -75,55 +79,37 @@ extension AppendStatements {
             RETURNING h.n
         ), created AS (
             INSERT INTO streams (kind, stream_id, version, last_hash)
-            SELECT 'order', order_id, new_version, last_hash FROM w WHERE NOT stream_exists
+            SELECT \(unescaped: kindLiteral), stream_id, new_version, last_hash FROM w WHERE NOT stream_exists
             ON CONFLICT (kind, stream_id) DO NOTHING
-            RETURNING stream_id AS order_id
+            RETURNING stream_id
         ), won AS (
-            SELECT n FROM moved UNION ALL SELECT w.n FROM created JOIN w USING (order_id)
+            SELECT n FROM moved UNION ALL SELECT w.n FROM created JOIN w USING (stream_id)
         ), appended AS (
             INSERT INTO events (kind, stream_id, version, event_id, type, data, metadata, occurred_at, recorded_at, canonical, hash)
-            SELECT 'order', w.order_id, w.version + e.ordinal, e.event_id, e.type, e.data::jsonb, e.metadata::jsonb,
-                   NULLIF(e.occurred_at, '')::timestamptz, w.recorded_at, e.canonical, e.hash
+            SELECT \(unescaped: kindLiteral), w.stream_id, w.version + e.ordinal, e.event_id, e.type, e.data::jsonb,
+                   e.metadata::jsonb, NULLIF(e.occurred_at, '')::timestamptz, w.recorded_at, e.canonical, e.hash
             FROM unnest(\(eventWrite)::int8[], \(ordinals)::int8[], \(ids)::uuid[], \(types)::text[], \(data)::text[],
                         \(metadata)::text[], \(occurredAt)::text[], \(canonicals)::bytea[], \(hashes)::bytea[])
                  AS e(n, ordinal, event_id, type, data, metadata, occurred_at, canonical, hash)
             JOIN won USING (n) JOIN w USING (n)
             ORDER BY e.n, e.ordinal
-            RETURNING stream_id AS order_id, event_id, version, position
-        ), o AS (
-            SELECT * FROM unnest(\(orderColumns: writes.map(\.order)))
-                 WITH ORDINALITY AS o(\(unescaped: OrderRows.orderColumns), n)
-        ), projected AS (
-            \(unescaped: OrderRows.upsertOrderSQL)
-            SELECT \(unescaped: OrderRows.orderColumnsOfGroup) FROM o JOIN won USING (n)
-            \(unescaped: OrderRows.upsertOrderConflictSQL)
-        ), bound AS (
-            INSERT INTO order_transactions AS t (transaction_id, order_id, account_id, granted_at, finished_at, refunded_at)
-            SELECT o.transaction_id, o.order_id, o.account_id, o.granted_at, o.finished_at, o.refunded_at
-            FROM o JOIN won USING (n)
-            WHERE o.transaction_id IS NOT NULL
-            ON CONFLICT (transaction_id) DO UPDATE SET
-                granted_at = EXCLUDED.granted_at, finished_at = EXCLUDED.finished_at, refunded_at = EXCLUDED.refunded_at
-                WHERE t.order_id = EXCLUDED.order_id
-            RETURNING order_id
-        )
-        SELECT o.n, a.event_id, a.version, a.position,
-               ledger_append_requires(o.transaction_id IS NULL OR EXISTS (SELECT 1 FROM bound b WHERE b.order_id = a.order_id),
-                                      'transaction ' || o.transaction_id || ' claimed by another order')
-        FROM appended a JOIN o USING (order_id)
-        ORDER BY o.n, a.version
+            RETURNING stream_id, event_id, version, position
+        )\(Projection.self, groupWrite: writes.map(\.written))
+        SELECT w.n, a.event_id, a.version, a.position, \(unescaped: Projection.groupWriteCheck)
+        FROM appended a JOIN w USING (stream_id)
+        ORDER BY w.n, a.version
         """
     }
 
     enum GroupWriteShape: StatementShape {
-        static let name = "ledger.append-write-group"
-        static let sql = groupWriteQuery([]).sql
+        static var name: String { AppendStatementTexts.of(Projection.self).groupWrite.name }
+        static var sql: String { AppendStatementTexts.of(Projection.self).groupWrite.sql }
     }
 
     /// Writes the group; for each of its writes, in order, where its events landed and its stream's new last hash,
     /// or nil when its guards stopped it (nothing of it was written). Throws when the statement failed: then nothing
     /// of the group was written.
-    func writeGroup(_ writes: [GroupedWrite], on connection: PostgresConnection)
+    func writeGroup(_ writes: [GroupedWrite<Projection>], on connection: PostgresConnection)
         async throws -> [(events: [AppendedEvent], lastHash: [UInt8])?]
     {
         let rows = try await connection.query(Self.groupWriteQuery(writes), preparedAs: GroupWriteShape.self, logger: logger)

@@ -81,7 +81,7 @@ extension Ledger {
             }
             try fold.add(try await store.read(.order(orderId), after: order.version))
         }
-        throw EventStoreError.contended(orderId: orderId)
+        throw EventStoreError.contended(stream: .order(orderId))
     }
 
     private func recordFact(

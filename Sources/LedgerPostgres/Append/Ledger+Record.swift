@@ -10,9 +10,10 @@ import PostgresNIO
 //  2. `record(orderId:events:…)` for parsed events (below), the gate: each event's data, exactly as it will be
 //     stored, is read back by the parser every later read uses. A provider's message joins here
 //     (`recordProviderMessage`, Ledger+ProviderMessages.swift).
-//  3. `EventStore.append` (EventStore+Append.swift), on one pooled connection within the request's deadline:
-//     **read** one snapshot (`AppendStatements.read`, AppendStatements.swift): the stream's head, the database clock,
-//     which event ids are stored, the order's row, the bindings of the transactions named, the token epoch. An
+//  3. `EventStore.append` (EventStore+Append.swift, for any kind; the order's part is `OrderProjection`, Orders/), on
+//     one pooled connection within the request's deadline: **read** one snapshot (`AppendStatements.read`,
+//     AppendStatements.swift): the stream's head, the database clock, which event ids are stored, the token epoch,
+//     and the order's: its row, the bindings of the transactions named. An
 //     order this node wrote last, or a batch that creates its order, starts from memory instead (`RecentStreams`),
 //     and falls back to the read whenever the write's guards or the decision would not take it as it is. Its write
 //     (8) is grouped with the other appends from memory waiting meanwhile: one statement for all (`AppendGroup`).
@@ -65,8 +66,8 @@ extension Ledger {
         let append: AppendResult, order: Order?
         do {
             (append, order) = try await store.append(
-                to: orderId, expectedVersion: expectedVersion, events: newEvents,
-                transactionIds: events.compactMap(\.transactionId)
+                to: orderId, of: OrderProjection.self, expectedVersion: expectedVersion, events: newEvents,
+                claims: events.compactMap(\.transactionId)
             ) { snapshot in
                 // Unreachable (the decider refuses anything but order.created on no order), but a throw, never a trap.
                 guard let order = try OrderBatch.decide(events, from: snapshot.start) else {
@@ -114,5 +115,13 @@ extension Ledger {
             }
             return event
         }
+    }
+}
+
+extension AppendSnapshot where Read == OrderProjection.Read {
+    /// Where the domain's decision of the batch starts (`OrderBatch`).
+    var start: OrderBatch.Start {
+        OrderBatch.Start(
+            orderId: stream.id, order: read.order, version: version, recordedAt: recordedAt, bindings: read.bindings)
     }
 }

@@ -72,26 +72,27 @@ public struct AppendedEvent: Sendable, Hashable {
 
 /// The outcome of an append: the events' versions and positions, and whether it replayed an earlier append.
 public struct AppendResult: Sendable, Hashable {
-    public var orderId: String
+    public var stream: StreamName
     public var events: [AppendedEvent]
     /// True when every event was already stored: nothing was written and these are the original versions.
     public var isReplay: Bool
-    /// The order's version after the appended (or replayed) events.
+    /// The stream's version after the appended (or replayed) events.
     public var version: Int { events.map(\.version).max() ?? 0 }
 }
 
 /// The store's typed refusals.
 public enum EventStoreError: Error, Sendable, Hashable {
     /// The stream is not at the version the caller expected; nothing was written.
-    case versionConflict(orderId: String, expected: ExpectedVersion, actual: Int)
-    /// The event id is already stored with a different order, type or data (or the batch only partly matches).
-    case idempotencyConflict(eventId: UUID, storedOrderId: String)
+    case versionConflict(stream: StreamName, expected: ExpectedVersion, actual: Int)
+    /// The event id is already stored with a different stream, type or data (or the batch only partly matches);
+    /// `stored` is the stream that holds it.
+    case idempotencyConflict(eventId: UUID, stored: StreamName)
     /// A feed cursor that names no stored event.
     case unknownPosition(Int64)
     /// An append needs at least one event.
     case emptyAppend
-    /// The append lost the race for the order's stream every time it tried; nothing was written. The caller retries.
-    case contended(orderId: String)
+    /// The append lost the race for the stream every time it tried; nothing was written. The caller retries.
+    case contended(stream: StreamName)
 }
 
 /// Which prefix of an order's stream to read.

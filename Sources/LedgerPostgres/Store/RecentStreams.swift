@@ -3,7 +3,7 @@ import LedgerCore
 import Synchronization
 
 /// What this node knows of the streams it wrote last, so that its next append to one of them — and the first append
-/// of a new order — can skip the read: one statement, one round trip, instead of two, and that statement shared with
+/// of a new stream — can skip the read: one statement, one round trip, instead of two, and that statement shared with
 /// the other appends decided from memory meanwhile (`AppendGroup`).
 ///
 /// Nothing remembered is trusted. An append decided from memory is written with the guards every append's write has
@@ -18,7 +18,7 @@ import Synchronization
 /// stream's last event: the node's own clock plus the offset one of its reads saw — the database's clock at the read
 /// minus the node's halfway between sending it and its answer, from the read with the shortest round trip since the
 /// estimate was last reset (as NTP picks its samples), so the estimate is off by at most half that round trip. Times
-/// within an order never go backwards; a node whose clock jumps, or drifts past the tolerance either way, has its
+/// within a stream never go backwards; a node whose clock jumps, or drifts past the tolerance either way, has its
 /// write refused once, and the estimate starts again from the read that follows.
 final class RecentStreams: Sendable {
     /// A stream as this node's last write to it left it.
@@ -27,8 +27,8 @@ final class RecentStreams: Sendable {
         let lastHash: [UInt8]
         /// The time its last events were recorded at: the next one is never earlier.
         let recordedAt: Date
-        /// The order the write projected, i.e. its `orders` row.
-        let order: Order
+        /// What the write projected (`StreamProjection.Written`: an order's row), which the next decision reads.
+        let written: any Sendable
     }
 
     /// How far before the database's clock a time decided from memory may be (the write checks).
@@ -37,8 +37,8 @@ final class RecentStreams: Sendable {
     /// Two generations of remembered streams, the newest first: a lookup finds either, a full newest generation
     /// becomes the older one. The streams a node wrote recently stay; a bound, not a policy.
     private struct Generations {
-        var newest: [String: Stream] = [:]
-        var older: [String: Stream] = [:]
+        var newest: [StreamName: Stream] = [:]
+        var older: [StreamName: Stream] = [:]
     }
 
     static let generationSize = 4_096
@@ -61,24 +61,24 @@ final class RecentStreams: Sendable {
 
     /// An append decided from memory was not written (a guard stopped it, or another writer moved the stream):
     /// the stream and the clock estimate are forgotten, and the append's read sets them again.
-    func missed(_ orderId: String) {
-        remember(orderId, nil)
+    func missed(_ stream: StreamName) {
+        remember(stream, nil)
         clockReading.withLock { $0 = nil }
     }
 
-    /// Remembers the stream a write left; a write without a projection forgets it (its order is not known here).
-    func remember(_ orderId: String, _ stream: Stream?) {
+    /// Remembers the stream a write left; a write without a projection forgets it (its state is not known here).
+    func remember(_ name: StreamName, _ stream: Stream?) {
         streams.withLock { generations in
             guard let stream else {
-                generations.newest[orderId] = nil
-                generations.older[orderId] = nil
+                generations.newest[name] = nil
+                generations.older[name] = nil
                 return
             }
             if generations.newest.count >= Self.generationSize {
                 generations.older = generations.newest
                 generations.newest.removeAll(keepingCapacity: true)
             }
-            generations.newest[orderId] = stream
+            generations.newest[name] = stream
         }
     }
 
@@ -96,8 +96,8 @@ final class RecentStreams: Sendable {
     }
 
     /// The stream as this node's last write to it left it; nil when not remembered.
-    func stream(of orderId: String) -> Stream? {
-        streams.withLock { $0.newest[orderId] ?? $0.older[orderId] }
+    func stream(_ name: StreamName) -> Stream? {
+        streams.withLock { $0.newest[name] ?? $0.older[name] }
     }
 
     /// The database's clock as estimated here, to the microsecond it is stored with (rounded down); nil before the
