@@ -96,7 +96,7 @@ extension AppendStatements {
             RETURNING stream_id, event_id, version, position
         )\(Projection.self, groupWrite: writes.map(\.written))
         SELECT w.n, a.event_id, a.version, a.position, \(unescaped: Projection.groupWriteCheck)
-        FROM appended a JOIN w USING (stream_id)
+        FROM appended a JOIN w USING (stream_id) \(unescaped: Projection.groupWriteJoins)
         ORDER BY w.n, a.version
         """
     }

@@ -122,10 +122,9 @@ enum OrderProjection: StreamProjection {
     }
 
     /// Per appended event, its order's transaction bound to it (`w.n` is the order's `o.n`).
+    static let groupWriteJoins = "JOIN o USING (n)"
     static let groupWriteCheck = """
-        (SELECT ledger_append_requires(
-                    o.transaction_id IS NULL OR EXISTS (SELECT 1 FROM bound b WHERE b.order_id = o.order_id),
-                    'transaction ' || o.transaction_id || ' claimed by another order')
-         FROM o WHERE o.n = w.n)
+        ledger_append_requires(o.transaction_id IS NULL OR EXISTS (SELECT 1 FROM bound b WHERE b.order_id = o.order_id),
+                               'transaction ' || o.transaction_id || ' claimed by another order')
         """
 }

@@ -12,7 +12,8 @@ import PostgresNIO
 /// expressions after `appended` (its events as written) and `won` (nothing of the projection may be written unless
 /// the stream's head moved: `WHERE EXISTS (SELECT 1 FROM won)`), and one boolean column of the final `SELECT` that
 /// checks what those wrote (`ledger_append_requires`, schema/008; `true` for none). The grouped write is the same,
-/// over several streams: its `w` holds one row per stream, numbered `n`.
+/// over several streams: its `w` holds one row per stream, numbered `n`, and its final `SELECT` may join the
+/// projection's own rows by `n` (`groupWriteJoins`) for its check.
 protocol StreamProjection: Sendable {
     /// What a decision on the stream starts from beside its version (an order: its row, and the bindings of the
     /// transactions the new events name).
@@ -39,7 +40,9 @@ protocol StreamProjection: Sendable {
     /// The write's expressions for `written` on the stream `id` (nil: nothing projected).
     static func write(_ written: Written?, stream id: String, into sql: inout PostgresQuery.StringInterpolation)
     static func writeCheck(_ written: Written?, into sql: inout PostgresQuery.StringInterpolation)
-    /// The grouped write's, for `written[n - 1]` on `w`'s stream `n`; its check may use `a` (`appended`) and `w`.
+    /// The grouped write's, for `written[n - 1]` on `w`'s stream `n`; its check may use `a` (`appended`), `w`, and
+    /// what `groupWriteJoins` joins (empty: nothing).
     static func groupWrite(_ written: [Written], into sql: inout PostgresQuery.StringInterpolation)
+    static var groupWriteJoins: String { get }
     static var groupWriteCheck: String { get }
 }
