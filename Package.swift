@@ -56,6 +56,7 @@ let package = Package(
                 .embedInCode("020_feed_horizon.sql"),
                 .embedInCode("021_stream_kinds.sql"),
                 .embedInCode("022_feed_consumers.sql"),
+                .embedInCode("023_subscriptions.sql"),
             ]
         ),
         .target(
@@ -140,7 +141,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore"]),
+        .testTarget(name: "LedgerCoreTests", dependencies: ["LedgerCore", "LedgerTestSupport"]),
         // Certificate authorities, keys and signed messages of the tests' own making, shared by the provider tests.
         .target(
             name: "ProviderTestSupport",

@@ -95,11 +95,11 @@ extension JSONValue {
         .object(["milliunits": .int(price.milliunits), "quantity": .int(price.quantity), "currency": .string(price.currency)])
     }
 
-    fileprivate static func uuid(_ uuid: UUID) -> JSONValue {
+    static func uuid(_ uuid: UUID) -> JSONValue {
         .string(uuid.lowercasedText)
     }
 
-    fileprivate static func time(_ date: Date) -> JSONValue {
+    static func time(_ date: Date) -> JSONValue {
         .string(EventTime.format(date))
     }
 }

@@ -44,6 +44,7 @@ public enum LedgerApplication {
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)
+        SubscriptionRoutes(ledger: ledger).register(readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(finance: database.finance).register(finance: finance)
         let admins = router.group("v1").add(middleware: RequireScope(scope: .tokensAdmin, tokens: tokens))

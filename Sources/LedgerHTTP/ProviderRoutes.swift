@@ -39,7 +39,15 @@ struct ProviderRoutes {
             return JSONResponse.make(status: .ok, body: ["outcome": "test"])
         }
         let outcome = try await ledger.recordProviderMessage(message, requestId: context.requestId)
-        return JSONResponse.make(status: .ok, body: outcome.json)
+        // An auto-renewable subscription's notification is also its subscription's event (docs/domain.md).
+        guard let about = notification.subscriptionEvent, case .object(var body) = outcome.json else {
+            return JSONResponse.make(status: .ok, body: outcome.json)
+        }
+        body["subscription"] = try await ledger.recordSubscriptionNotification(
+            about.subscriptionId, event: about.event, notificationId: notification.notificationUUID, provider: .appStore,
+            requestId: context.requestId
+        ).json
+        return JSONResponse.make(status: .ok, body: .object(body))
     }
 
     @Sendable func alipayNotification(_ request: Request, context: Context) async throws -> Response {

@@ -153,3 +153,17 @@ extension DigestCheckpoint {
         ])
     }
 }
+
+extension SubscriptionMessageOutcome {
+    /// The `subscription` member of a provider notification's answer.
+    var json: JSONValue {
+        switch self {
+        case .recorded(let subscriptionId, let version):
+            ["outcome": "recorded", "subscriptionId": .string(subscriptionId), "version": .int(Int64(version))]
+        case .duplicate(let subscriptionId):
+            ["outcome": "duplicate", "subscriptionId": .string(subscriptionId)]
+        case .refused(let subscriptionId, let code, let reason):
+            ["outcome": "refused", "subscriptionId": .string(subscriptionId), "code": .string(code), "reason": .string(reason)]
+        }
+    }
+}

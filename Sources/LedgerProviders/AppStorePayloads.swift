@@ -61,6 +61,14 @@ public struct AppStoreTransaction: Sendable, Hashable {
     public var expiresDate: Date?
     public var storefront: String?
     public var transactionReason: String?
+    /// A subscription's billing period (`webOrderLineItemId`).
+    public var webOrderLineItemId: String?
+    /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`; with a prorated refund, the part refunded in thousandths of
+    /// a percent (`revocationPercentage`, 0…100,000).
+    public var revocationType: String?
+    public var revocationPercentage: Int64?
+    /// `PURCHASED`, or `FAMILY_SHARED` for a family member's access.
+    public var inAppOwnershipType: String?
     public var rawJWS: String
 }
 
@@ -78,6 +86,8 @@ public struct AppStoreRenewalInfo: Sendable, Hashable {
     public var isInBillingRetryPeriod: Bool?
     public var gracePeriodExpiresDate: Date?
     public var appAccountToken: UUID?
+    /// 0: the customer has not answered a price increase yet; 1: accepted (or none needed).
+    public var priceIncreaseStatus: Int?
     public var rawJWS: String
 }
 
@@ -120,6 +130,10 @@ enum AppStoreWire {
         var expiresDate: Int64?
         var storefront: String?
         var transactionReason: String?
+        var webOrderLineItemId: String?
+        var revocationType: String?
+        var revocationPercentage: Int64?
+        var inAppOwnershipType: String?
     }
 
     struct RenewalInfo: Decodable {
@@ -134,6 +148,7 @@ enum AppStoreWire {
         var isInBillingRetryPeriod: Bool?
         var gracePeriodExpiresDate: Int64?
         var appAccountToken: String?
+        var priceIncreaseStatus: Int?
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(AppStoreVerificationError) -> T {
@@ -167,7 +182,9 @@ enum AppStoreWire {
             revocationDate: wire.revocationDate.map(date(milliseconds:)), revocationReason: wire.revocationReason,
             signedDate: date(milliseconds: wire.signedDate), type: wire.type, quantity: wire.quantity,
             expiresDate: wire.expiresDate.map(date(milliseconds:)), storefront: wire.storefront,
-            transactionReason: wire.transactionReason, rawJWS: raw)
+            transactionReason: wire.transactionReason, webOrderLineItemId: wire.webOrderLineItemId,
+            revocationType: wire.revocationType, revocationPercentage: wire.revocationPercentage,
+            inAppOwnershipType: wire.inAppOwnershipType, rawJWS: raw)
     }
 
     static func renewalInfo(_ wire: RenewalInfo, raw: String) throws(AppStoreVerificationError) -> AppStoreRenewalInfo {
@@ -178,6 +195,7 @@ enum AppStoreWire {
             renewalDate: wire.renewalDate.map(date(milliseconds:)), expirationIntent: wire.expirationIntent,
             isInBillingRetryPeriod: wire.isInBillingRetryPeriod,
             gracePeriodExpiresDate: wire.gracePeriodExpiresDate.map(date(milliseconds:)),
-            appAccountToken: try uuid(wire.appAccountToken, field: "appAccountToken"), rawJWS: raw)
+            appAccountToken: try uuid(wire.appAccountToken, field: "appAccountToken"),
+            priceIncreaseStatus: wire.priceIncreaseStatus, rawJWS: raw)
     }
 }

@@ -55,6 +55,7 @@ enum VerifyReportText {
     static func render(_ report: VerificationReport) -> String {
         var lines = [
             "checked " + counted(report.eventsChecked, "event") + ", " + counted(report.ordersChecked, "order") + ", "
+                + (report.subscriptionsChecked > 0 ? counted(report.subscriptionsChecked, "subscription") + ", " : "")
                 + counted(report.checkpointsChecked, "stored digest checkpoint")
         ]
         lines.append(report.brokenEvents.isEmpty ? "hash chains: ok" : "hash chains: \(report.brokenEvents.count) broken")

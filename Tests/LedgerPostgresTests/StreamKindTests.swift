@@ -36,7 +36,7 @@ struct StreamKindTests {
 
             var lines: [JSONValue] = []
             try await database.operations.export(EventExport(format: .jsonl)) { lines.append(try JSONValue(parsing: Array($0.utf8))) }
-            let later = lines.filter { $0["kind"] == "subscription" }
+            let later = lines.filter { $0["kind"] == "voucher" }
             #expect(later.count == 3 && later.allSatisfy { $0["streamId"] == "same-id-0" && $0["orderId"] == nil })
             #expect(lines.filter { $0["kind"] == "order" }.allSatisfy { $0["orderId"] == "same-id-0" })
 
@@ -45,12 +45,12 @@ struct StreamKindTests {
             let report = try await database.operations.verify(pinned: PinnedDigest("\(checkpoint.pinned)"))
             #expect(report.eventsChecked == 9 && report.brokenEvents.isEmpty && report.ordersChecked == 1)
             #expect(report.drift == [.init(
-                table: "streams", key: "subscription", field: "(kind)", stored: "1 streams",
+                table: "streams", key: "voucher", field: "(kind)", stored: "1 streams",
                 folded: "not folded: a kind this build does not know")])
             #expect(!report.passed)
 
             // A changed row of that kind is found by its seal, named by its stream.
-            try await tamper(client, ["UPDATE events SET data = '{\"renewal\": 9}' WHERE kind = 'subscription' AND version = 2"])
+            try await tamper(client, ["UPDATE events SET data = '{\"renewal\": 9}' WHERE kind = 'voucher' AND version = 2"])
             let tampered = try await database.operations.verify()
             #expect(tampered.brokenEvents.map(\.stream) == [StreamName(Self.later, "same-id-0")])
             #expect(tampered.brokenEvents.map(\.version) == [2])
@@ -104,7 +104,7 @@ struct StreamKindTests {
             // Every event's seal and chain checks; only the fold of a kind this build does not know is missing.
             let report = try await database.operations.verify()
             #expect(report.eventsChecked == 6 + 17 && report.brokenEvents.isEmpty)
-            #expect(report.drift.map(\.key) == ["subscription"])
+            #expect(report.drift.map(\.key) == ["voucher"])
         }
     }
 }
@@ -116,7 +116,7 @@ enum LaterKind: StreamProjection {
     struct Read: Sendable {}
     typealias Written = Int
 
-    static let kind = StreamKind("subscription")
+    static let kind = StreamKind("voucher")
     static let readColumns = ""
     static func readJoins(claims: [String], into sql: inout PostgresQuery.StringInterpolation) {}
     static func decodeRead(_ columns: PostgresRandomAccessRow, from index: Int, stream id: String) throws -> Read { Read() }
@@ -126,9 +126,10 @@ enum LaterKind: StreamProjection {
     static func write(_ written: Int?, stream id: String, into sql: inout PostgresQuery.StringInterpolation) {}
     static func writeCheck(_ written: Int?, into sql: inout PostgresQuery.StringInterpolation) { sql.appendLiteral("true") }
     static func groupWrite(_ written: [Int], into sql: inout PostgresQuery.StringInterpolation) {}
+    static let groupWriteJoins = ""
     static let groupWriteCheck = "true"
 
     static func renewal(_ n: Int, id: UUID = UUID()) -> NewEvent {
-        NewEvent(eventId: id, type: "subscription.renewed", data: ["renewal": .int(Int64(n))], metadata: ["actor": "test"])
+        NewEvent(eventId: id, type: "voucher.used", data: ["renewal": .int(Int64(n))], metadata: ["actor": "test"])
     }
 }

@@ -18,7 +18,7 @@ public struct StreamKind: Hashable, Sendable, CustomStringConvertible {
 
     /// The kinds this build knows. An event of another kind (written by a newer build) is read, hashed, fed and
     /// exported like any other, and reported, never folded, by the checks that fold.
-    public static let all: [StreamKind] = [.order]
+    public static let all: [StreamKind] = [.order, .subscription]
 
     public var description: String { name }
 }

@@ -5,11 +5,12 @@ import PostgresNIO
 
 /// `ledger verify`: recomputes every event's seal and the running digest in one pass over the feed (every kind of
 /// stream), while the projections of each kind this build folds are checked against the fold of its streams
-/// (`projections`: the orders' is `OrderProjectionCheck`, given by `Operations.verify`), and the streams of kinds it
+/// (`projections`: `OrderProjectionCheck`, `SubscriptionProjectionCheck`, given by `Operations.verify`), and the streams of kinds it
 /// cannot fold are reported. Memory stays flat: every pass reads in pages.
 struct LedgerVerifier: Sendable {
-    /// A kind's projection check: how many streams it folded, and where its projections drift from their folds.
-    typealias ProjectionCheck = @Sendable () async throws -> (streams: Int, drift: [VerificationReport.Drift])
+    /// The projection checks of the kinds this build folds: how many streams of each kind they folded, and where the
+    /// projections drift from their folds.
+    typealias ProjectionCheck = @Sendable () async throws -> (streams: [StreamKind: Int], drift: [VerificationReport.Drift])
 
     let client: SessionPool
     let logger: Logger
@@ -27,7 +28,10 @@ struct LedgerVerifier: Sendable {
         async let seals = checkSeals(pinned: pinned)
         async let projections = checkProjections()
         var report = try await seals
-        (report.ordersChecked, report.drift) = try await projections
+        let (streams, drift) = try await projections
+        report.ordersChecked = streams[.order] ?? 0
+        report.subscriptionsChecked = streams[.subscription] ?? 0
+        report.drift = drift
         return report
     }
 
@@ -70,7 +74,7 @@ struct LedgerVerifier: Sendable {
 
     /// 3: the projections against the fold of their streams, and the streams of kinds this build cannot fold: how
     /// many streams were folded, and where they drift.
-    private func checkProjections() async throws -> (streams: Int, drift: [VerificationReport.Drift]) {
+    private func checkProjections() async throws -> (streams: [StreamKind: Int], drift: [VerificationReport.Drift]) {
         let (streams, drift) = try await projections()
         return (streams, drift + (try await unknownKinds()))
     }

@@ -32,6 +32,7 @@ public struct VerificationReport: Sendable {
 
     public var eventsChecked = 0
     public var ordersChecked = 0
+    public var subscriptionsChecked = 0
     public var checkpointsChecked = 0
     public var brokenEvents: [BrokenEvent] = []
     /// Stored checkpoints (`ledger_digests`) that the recomputed digest contradicts.

@@ -60,7 +60,10 @@ public struct Operations: Sendable {
     public func verify(pinned: PinnedDigest? = nil) async throws -> VerificationReport {
         let (client, logger) = (self.client, self.logger)
         return try await LedgerVerifier(client: client, logger: logger) {
-            try await OrderProjectionCheck(client: client, logger: logger).run()
+            async let orders = OrderProjectionCheck(client: client, logger: logger).run()
+            async let subscriptions = SubscriptionProjectionCheck(client: client, logger: logger).run()
+            let (ordered, subscribed) = try await (orders, subscriptions)
+            return ([.order: ordered.streams, .subscription: subscribed.streams], ordered.drift + subscribed.drift)
         }.verify(pinned: pinned)
     }
 
@@ -75,11 +78,14 @@ public struct Operations: Sendable {
         try await StoredSignatures(client: client, logger: logger).forEachProviderMessage(body)
     }
 
-    /// Rebuilds every projection from the log and swaps them in (`ProjectionRebuild`).
+    /// Rebuilds every projection from the log and swaps them in: the orders' (`ProjectionRebuild`), then the
+    /// subscriptions' (`SubscriptionRebuild`).
     public func rebuild(
         pageSize: Int, progress: (ProjectionRebuild.Progress) async throws -> Void = { _ in }
     ) async throws -> ProjectionRebuild.Result {
-        try await ProjectionRebuild(client: client, logger: logger).run(pageSize: pageSize, progress: progress)
+        var result = try await ProjectionRebuild(client: client, logger: logger).run(pageSize: pageSize, progress: progress)
+        result.subscriptions = try await SubscriptionRebuild(client: client, logger: logger).run()
+        return result
     }
 
     /// Writes the events `export` selects, with their hashes, one record per `write`; returns the count.

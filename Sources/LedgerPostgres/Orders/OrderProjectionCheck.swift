@@ -14,9 +14,9 @@ struct OrderProjectionCheck: Sendable {
     func run() async throws -> (streams: Int, drift: [VerificationReport.Drift]) {
         var drift: [VerificationReport.Drift] = []
         var orders = 0
-        let unreadable = UnreadableEvents()
+        let unreadable = NotedDrift()
         var folds = OrderFolds(client: client, logger: logger)
-        folds.unreadable = { unreadable.add($0) }
+        folds.unreadable = { unreadable.add(unreadable: $0.stream, version: $0.version, type: $0.type, error: $0.error) }
         try await folds.forEachBatch { folded, _ in
             orders += folded.count
             drift += try await compare(folded)
@@ -49,8 +49,8 @@ struct OrderProjectionCheck: Sendable {
         }
         var drift: [VerificationReport.Drift] = []
         for order in folded {
-            drift += Self.differences(table: "orders", key: order.orderId, stored: stored[order.orderId], folded: order)
-            drift += Self.differences(
+            drift += ProjectionDrift.differences(table: "orders", key: order.orderId, stored: stored[order.orderId], folded: order)
+            drift += ProjectionDrift.differences(
                 table: "order_transactions", key: order.orderId, stored: transactions[order.orderId],
                 folded: TransactionRow(order))
         }
@@ -81,43 +81,6 @@ struct OrderProjectionCheck: Sendable {
         }
         return drift
     }
-
-    /// Field-by-field differences between a stored row and its fold (via reflection, so new fields are covered).
-    /// Rows that are equal, as nearly all are, are told so by `==` alone: walking every field of every order by
-    /// reflection was 19 s of `ledger verify`'s 63 s over 1.95 million events.
-    static func differences<Row: Equatable>(table: String, key: String, stored: Row?, folded: Row?) -> [VerificationReport.Drift] {
-        if stored == folded { return [] }
-        switch (stored, folded) {
-        case (nil, nil):
-            return []
-        case (nil, _):
-            return [.init(table: table, key: key, field: "(row)", stored: "missing", folded: "present")]
-        case (_, nil):
-            return [.init(table: table, key: key, field: "(row)", stored: "present", folded: "missing")]
-        case (let stored?, let folded?):
-            return zip(Mirror(reflecting: stored).children, Mirror(reflecting: folded).children).compactMap { mine, theirs in
-                guard (mine.value as? AnyHashable) != (theirs.value as? AnyHashable) else { return nil }
-                return .init(
-                    table: table, key: key, field: mine.label ?? "?", stored: describe(mine.value), folded: describe(theirs.value))
-            }
-        }
-    }
-}
-
-/// Events the domain cannot read, noted while the fold goes on without them.
-private final class UnreadableEvents: @unchecked Sendable {
-    private let lock = NSLock()
-    private var noted: [VerificationReport.Drift] = []
-
-    func add(_ event: OrderFolds.UnreadableEvent) {
-        lock.withLock {
-            noted.append(.init(
-                table: "events", key: event.stream.id, field: "version \(event.version)", stored: event.type,
-                folded: "unreadable, left out of the fold: \(event.error)"))
-        }
-    }
-
-    var drift: [VerificationReport.Drift] { lock.withLock { noted } }
 }
 
 /// A row of `order_transactions`, as stored or as implied by a folded order.
@@ -145,10 +108,4 @@ struct TransactionRow: Sendable, Hashable {
             transactionId: transactionId, orderId: order.orderId, accountId: order.accountId, grantedAt: order.grantedAt,
             finishedAt: order.finishedAt, refundedAt: order.refundedAt)
     }
-}
-
-/// A value as a report prints it; times to the microsecond, as they are stored.
-private func describe(_ value: Any) -> String {
-    if let date = value as? Date { return RFC3339.format(date) }
-    return String(describing: value)
 }

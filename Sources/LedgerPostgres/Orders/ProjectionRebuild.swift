@@ -44,6 +44,8 @@ public struct ProjectionRebuild: Sendable {
     public struct Result: Sendable {
         public var events: Int
         public var orders: Int
+        /// Subscriptions folded (`SubscriptionRebuild`, after the orders' swap).
+        public var subscriptions = 0
         /// Orders folded again at the swap because events arrived while the rebuild ran.
         public var caughtUp: Int
         public var elapsed: Duration

@@ -1,0 +1,84 @@
+import Foundation
+
+/// A subscription, folded from its stream: what its provider last signed about each of its transactions and about
+/// its renewal, and which account owns it. The provider's facts are merged by when the provider signed them, never
+/// by when they arrived: Apple delivers notifications late, out of order and more than once, and any order of the
+/// same notifications folds to the same subscription (`SubscriptionTests`). Whether it entitles at a moment is
+/// derived from those facts' dates (`entitlement(at:)`).
+public struct Subscription: Sendable, Hashable {
+    /// The stream's id: the provider's `originalTransactionId`.
+    public var subscriptionId: String
+    /// Every transaction (the first purchase, each renewal) as last signed, by `transactionId`.
+    public var transactions: [String: SubscriptionTransaction]
+    /// Every statement of the renewal info, in the order they were signed: what will happen at a period's end is
+    /// only known from the statement in force then (`renewalInfo(at:)`).
+    public var renewalInfos: [SubscriptionRenewalInfo]
+    /// The notifications recorded (their ids): a notification delivered again changes nothing.
+    public var notificationIds: Set<String>
+    /// The owner: the account of the order of the first purchase (`subscription.linked`), or of a transfer.
+    public var accountId: String?
+    public var orderId: String?
+    /// The stream's version, and when its last event was recorded.
+    public var version: Int
+    public var updatedAt: Date
+
+    public init(subscriptionId: String, version: Int = 0, updatedAt: Date) {
+        self.subscriptionId = subscriptionId
+        self.transactions = [:]
+        self.renewalInfos = []
+        self.notificationIds = []
+        self.version = version
+        self.updatedAt = updatedAt
+    }
+
+    /// The renewal info as last signed.
+    public var renewalInfo: SubscriptionRenewalInfo? { renewalInfos.last }
+
+    /// The renewal info in force at `moment`: the last one signed by then.
+    public func renewalInfo(at moment: Date) -> SubscriptionRenewalInfo? {
+        renewalInfos.last { $0.signedAt <= moment }
+    }
+
+    /// The environment of its transactions (nil before the first).
+    public var environment: PurchaseEnvironment? { transactions.values.first?.environment }
+
+    /// The subscription after `event`, its `version`th, recorded at `recordedAt`.
+    public static func evolve(
+        _ state: consuming Subscription?, _ event: SubscriptionEvent, stream id: String, version: Int, recordedAt: Date
+    ) -> Subscription {
+        var subscription = state ?? Subscription(subscriptionId: id, updatedAt: recordedAt)
+        switch event {
+        case .provider(_, let said):
+            if let notificationId = said.notificationId { subscription.notificationIds.insert(notificationId) }
+            if let transaction = said.transaction {
+                let known = subscription.transactions[transaction.transactionId]
+                if known.map({ Self.signedLater(transaction, than: $0, at: \.signedAt, json: \.json) }) ?? true {
+                    subscription.transactions[transaction.transactionId] = transaction
+                }
+            }
+            if let info = said.renewalInfo, !subscription.renewalInfos.contains(info) {
+                let place = subscription.renewalInfos.firstIndex {
+                    Self.signedLater($0, than: info, at: \.signedAt, json: \.json)
+                }
+                subscription.renewalInfos.insert(info, at: place ?? subscription.renewalInfos.endIndex)
+            }
+        case .linked(let orderId, let accountId):
+            subscription.orderId = orderId
+            subscription.accountId = accountId
+        case .transferred(_, let to):
+            subscription.accountId = to
+        }
+        subscription.version = version
+        subscription.updatedAt = recordedAt
+        return subscription
+    }
+
+    /// Whether `new` replaces `known`: signed later; signed at the same moment, the one whose canonical JSON sorts
+    /// last, so that the choice does not depend on which arrived first.
+    private static func signedLater<Fact>(
+        _ new: Fact, than known: Fact, at signedAt: (Fact) -> Date, json: (Fact) -> JSONValue
+    ) -> Bool {
+        if signedAt(new) != signedAt(known) { return signedAt(new) > signedAt(known) }
+        return json(known).canonicalJSON.utf8.lexicographicallyPrecedes(json(new).canonicalJSON.utf8)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+
+/// The events of a subscription's stream (docs/domain.md, "Subscriptions"). Most say what the provider said — one
+/// type per kind of App Store notification — and carry the signed facts it said it with; the state is made from the
+/// facts alone (`Subscription`), so a notification's type names it for people, and arriving late or twice changes
+/// nothing. Two are the ledger's own: which order and account the subscription belongs to, and a transfer.
+public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
+    case started = "subscription.started"
+    case renewed = "subscription.renewed"
+    case renewalFailed = "subscription.renewal_failed"
+    case graceExpired = "subscription.grace_expired"
+    case expired = "subscription.expired"
+    case planChanged = "subscription.plan_changed"
+    case autoRenewChanged = "subscription.auto_renew_changed"
+    case priceIncrease = "subscription.price_increase"
+    case offerRedeemed = "subscription.offer_redeemed"
+    case renewalExtended = "subscription.renewal_extended"
+    case revoked = "subscription.revoked"
+    case refunded = "subscription.refunded"
+    case refundReversed = "subscription.refund_reversed"
+    /// The ledger's: the first purchase's order, and so its account, owns the subscription.
+    case linked = "subscription.linked"
+    /// The ledger's: the operator's transfer policy moved the subscription to another account.
+    case transferred = "subscription.transferred"
+
+    /// The event an App Store notification (V2) about a subscription records; nil for one that says nothing about a
+    /// subscription's state (`TEST`, `CONSUMPTION_REQUEST`, `REFUND_DECLINED`, `ONE_TIME_CHARGE`, a summary).
+    public static func of(notificationType type: String, subtype: String?) -> SubscriptionEventType? {
+        switch type {
+        case "SUBSCRIBED": .started
+        case "DID_RENEW": .renewed
+        case "DID_FAIL_TO_RENEW": .renewalFailed
+        case "GRACE_PERIOD_EXPIRED": .graceExpired
+        case "EXPIRED": .expired
+        case "DID_CHANGE_RENEWAL_PREF": .planChanged
+        case "DID_CHANGE_RENEWAL_STATUS": .autoRenewChanged
+        case "PRICE_INCREASE": .priceIncrease
+        case "OFFER_REDEEMED": .offerRedeemed
+        case "RENEWAL_EXTENDED": .renewalExtended
+        case "RENEWAL_EXTENSION": subtype == "SUMMARY" ? nil : .renewalExtended
+        case "REVOKE": .revoked
+        case "REFUND": .refunded
+        case "REFUND_REVERSED": .refundReversed
+        default: nil
+        }
+    }
+
+    /// The types that record what a provider signed (all but `linked` and `transferred`).
+    public var isProviders: Bool { self != .linked && self != .transferred }
+}
+
+/// What a provider signed, as one event of the subscription records it: the signed transaction, the signed renewal
+/// info, or both (a notification carries both; an answer to a question may carry one).
+public struct ProviderSaid: Sendable, Hashable {
+    /// The notification's id (Apple's `notificationUUID`); nil for an answer to the ledger's question.
+    public var notificationId: String?
+    public var subtype: String?
+    /// When the provider signed the message (a notification's `signedDate`).
+    public var signedAt: Date
+    public var transaction: SubscriptionTransaction?
+    public var renewalInfo: SubscriptionRenewalInfo?
+
+    public init(
+        notificationId: String? = nil, subtype: String? = nil, signedAt: Date, transaction: SubscriptionTransaction? = nil,
+        renewalInfo: SubscriptionRenewalInfo? = nil
+    ) {
+        self.notificationId = notificationId
+        self.subtype = subtype
+        self.signedAt = signedAt
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+}
+
+public enum SubscriptionEvent: Sendable, Hashable {
+    /// `type` is one of the provider's (`SubscriptionEventType.isProviders`).
+    case provider(SubscriptionEventType, ProviderSaid)
+    case linked(orderId: String, accountId: String)
+    /// From the account that owned it to another; who asked is in the event's metadata (`actor`).
+    case transferred(from: String, to: String)
+
+    public var type: SubscriptionEventType {
+        switch self {
+        case .provider(let type, _): type
+        case .linked: .linked
+        case .transferred: .transferred
+        }
+    }
+}

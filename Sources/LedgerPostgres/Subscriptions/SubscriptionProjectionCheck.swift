@@ -1,0 +1,124 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// `ledger verify`'s check of the subscription projections: every subscription folded from its events
+/// (`StreamFolds<SubscriptionStream>`) and compared with its `subscriptions` row and its `subscription_transactions`
+/// rows; rows that no event explains; events the domain cannot read.
+struct SubscriptionProjectionCheck: Sendable {
+    let client: SessionPool
+    let logger: Logger
+
+    /// A `subscription_transactions` row, as stored or as a folded subscription implies it.
+    struct TransactionRow: Sendable, Hashable {
+        var subscriptionId: String
+        var productId: String
+        var purchasedAt: Date
+        var expiresAt: Date
+        var revokedAt: Date?
+    }
+
+    /// How many subscriptions were folded, and where the projections drift from their folds.
+    func run() async throws -> (streams: Int, drift: [VerificationReport.Drift]) {
+        var drift: [VerificationReport.Drift] = []
+        var count = 0
+        let noted = NotedDrift()
+        var folds = StreamFolds<SubscriptionStream>(client: client, logger: logger)
+        folds.unreadable = { noted.add(unreadable: $0.stream, version: $0.version, type: $0.type, error: $0.error) }
+        try await folds.forEachBatch { folded, _ in
+            count += folded.count
+            drift += try await compare(folded)
+        }
+        drift += try await orphans()
+        return (count, drift + noted.drift)
+    }
+
+    private func compare(_ folded: [Subscription]) async throws -> [VerificationReport.Drift] {
+        guard !folded.isEmpty else { return [] }
+        let ids = folded.map(\.subscriptionId)
+        var stored: [String: Subscription] = [:]
+        for try await row in try await client.query(
+            """
+            SELECT \(unescaped: SubscriptionRows.columnsOfSub) FROM subscriptions sub WHERE sub.subscription_id = ANY(\(ids))
+            """, .reads, logger: logger
+        ) {
+            if let subscription = try SubscriptionRows.decode(row.makeRandomAccess(), from: 0) {
+                stored[subscription.subscriptionId] = subscription
+            }
+        }
+        var transactions: [String: TransactionRow] = [:]
+        for try await (transactionId, subscriptionId, productId, purchasedAt, expiresAt, revokedAt) in try await client.query(
+            """
+            SELECT transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at
+            FROM subscription_transactions WHERE subscription_id = ANY(\(ids))
+            """, .reads, logger: logger
+        ).decode((String, String, String, Date, Date, Date?).self) {
+            transactions[transactionId] = TransactionRow(
+                subscriptionId: subscriptionId, productId: productId, purchasedAt: purchasedAt, expiresAt: expiresAt,
+                revokedAt: revokedAt)
+        }
+        var drift: [VerificationReport.Drift] = []
+        for subscription in folded {
+            let key = subscription.subscriptionId
+            drift += ProjectionDrift.differences(
+                table: "subscriptions", key: key, stored: stored[key].map(Row.init), folded: Row(subscription))
+            for transaction in subscription.transactions.values {
+                drift += ProjectionDrift.differences(
+                    table: "subscription_transactions", key: transaction.transactionId,
+                    stored: transactions.removeValue(forKey: transaction.transactionId),
+                    folded: TransactionRow(
+                        subscriptionId: key, productId: transaction.productId, purchasedAt: transaction.purchasedAt,
+                        expiresAt: transaction.expiresAt, revokedAt: transaction.revocation?.at))
+            }
+        }
+        // Bound to one of these subscriptions, but in none of their folds.
+        for (transactionId, row) in transactions {
+            drift.append(.init(
+                table: "subscription_transactions", key: transactionId, field: "(row)",
+                stored: "bound to \(row.subscriptionId)", folded: "not a transaction of it"))
+        }
+        return drift
+    }
+
+    /// What a `subscriptions` row holds, compared field by field.
+    struct Row: Sendable, Hashable {
+        var accountId: String?
+        var orderId: String?
+        var facts: String
+        var version: Int
+        var updatedAt: Date
+
+        init(_ subscription: Subscription) {
+            accountId = subscription.accountId
+            orderId = subscription.orderId
+            facts = subscription.factsJSON.canonicalJSON
+            version = subscription.version
+            updatedAt = subscription.updatedAt
+        }
+    }
+
+    /// Projection rows that no event explains.
+    private func orphans() async throws -> [VerificationReport.Drift] {
+        var drift: [VerificationReport.Drift] = []
+        for try await id in try await client.query(
+            """
+            SELECT subscription_id FROM subscriptions s
+            WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'subscription' AND e.stream_id = s.subscription_id)
+            """, .reads, logger: logger
+        ).decode(String.self) {
+            drift.append(.init(table: "subscriptions", key: id, field: "(row)", stored: "present", folded: "no events"))
+        }
+        for try await (transactionId, id) in try await client.query(
+            """
+            SELECT t.transaction_id, t.subscription_id FROM subscription_transactions t
+            WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.subscription_id = t.subscription_id)
+            """, .reads, logger: logger
+        ).decode((String, String).self) {
+            drift.append(.init(
+                table: "subscription_transactions", key: transactionId, field: "(row)", stored: "bound to \(id)",
+                folded: "no subscription"))
+        }
+        return drift
+    }
+}

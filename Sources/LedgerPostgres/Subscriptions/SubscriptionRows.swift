@@ -1,0 +1,64 @@
+import Foundation
+import LedgerCore
+import PostgresNIO
+
+/// The SQL of the subscription projections (schema/023): `subscriptions` (one row per subscription: its owner and
+/// its signed facts) and `subscription_transactions` (which subscription each transaction belongs to).
+enum SubscriptionRows {
+    static let columns = "subscription_id, account_id, order_id, facts, version, updated_at"
+    /// The columns as `sub.…`, for a statement that joins `subscriptions AS sub`, as `decode` reads them (the facts as text).
+    static let columnsOfSub = "sub.subscription_id, sub.account_id, sub.order_id, sub.facts::text, sub.version, sub.updated_at"
+
+    static let upsertSQL = "INSERT INTO subscriptions (\(columns))"
+    static let upsertConflictSQL = """
+        ON CONFLICT (subscription_id) DO UPDATE SET account_id = EXCLUDED.account_id, order_id = EXCLUDED.order_id,
+            facts = EXCLUDED.facts, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+        """
+
+    /// The columns of a transaction's binding after its transaction id, as `appendInterpolation(transactions:)` binds them.
+    static let transactionColumns = "transaction_id, product_id, purchased_at, expires_at, revoked_at"
+    static let bindSQL = """
+        INSERT INTO subscription_transactions AS t
+            (transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at)
+        """
+    /// A transaction another subscription holds is left as it is, and not returned: the write's check counts.
+    static let bindConflictSQL = """
+        ON CONFLICT (transaction_id) DO UPDATE SET product_id = EXCLUDED.product_id,
+            purchased_at = EXCLUDED.purchased_at, expires_at = EXCLUDED.expires_at, revoked_at = EXCLUDED.revoked_at
+            WHERE t.subscription_id = EXCLUDED.subscription_id
+        """
+
+    /// The subscription in the `columns` from `start` on; nil when its id is NULL (an outer join that found none).
+    static func decode(_ columns: PostgresRandomAccessRow, from start: Int) throws -> Subscription? {
+        guard let id = try columns[start].decode(String?.self) else { return nil }
+        let facts = try columns[start + 3].decode(String.self)
+        let parsed: JSONValue
+        do { parsed = try JSONValue(parsing: Array(facts.utf8)) } catch {
+            throw CorruptRow(column: "subscriptions.facts", value: id)
+        }
+        do {
+            return try Subscription(
+                subscriptionId: id, facts: parsed, accountId: try columns[start + 1].decode(String?.self),
+                orderId: try columns[start + 2].decode(String?.self), version: try columns[start + 4].decode(Int.self),
+                updatedAt: try columns[start + 5].decode(Date.self))
+        } catch {
+            throw CorruptRow(column: "subscriptions.facts", value: id)
+        }
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// Subscription transactions' bindings, one array per column of `SubscriptionRows.transactionColumns`.
+    mutating func appendInterpolation(transactions: [SubscriptionTransaction]) {
+        appendInterpolation(transactions.map(\.transactionId))
+        appendLiteral("::text[], ")
+        appendInterpolation(transactions.map(\.productId))
+        appendLiteral("::text[], ")
+        appendInterpolation(transactions.map { Timestamp($0.purchasedAt) })
+        appendLiteral("::timestamptz[], ")
+        appendInterpolation(transactions.map { Timestamp($0.expiresAt) })
+        appendLiteral("::timestamptz[], ")
+        appendInterpolation(NullableArray(transactions.map { $0.revocation.map { Timestamp($0.at) } }))
+        appendLiteral("::timestamptz[]")
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import LedgerCore
+@testable import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// Subscriptions in the store (schema/023): the second kind of stream, appended through the same append as orders,
+/// with its projections written in the same statement, checked by `ledger verify` and rebuilt by `ledger rebuild`.
+@Suite("Subscriptions in the store: signed facts recorded once, in any order, owned by their order's account")
+struct SubscriptionStoreTests {
+    static func record(_ event: SubscriptionEvent, to id: String = SubscriptionYear.id, on ledger: Ledger) async throws
+        -> SubscriptionMessageOutcome
+    {
+        guard case .provider(_, let said) = event, let notificationId = said.notificationId else {
+            throw CorruptRow(column: "notificationId", value: "none")  // every notification of the year has one
+        }
+        return try await ledger.recordSubscriptionNotification(
+            id, event: event, notificationId: notificationId, provider: .appStore, requestId: nil)
+    }
+
+    /// A year of notifications delivered by 16 concurrent deliveries, shuffled, three of them twice: one event per
+    /// notification, the state and entitlement of the in-order fold, `ledger verify` passes, and a rebuild gives
+    /// the same rows back.
+    @Test func sixteenConcurrentDeliveriesInAnyOrderEndInTheInOrderStateAndVerify() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            let ledger = database.ledger
+            var random = SeededRandom(seed: 44)
+            var deliveries = SubscriptionYear.notifications + SubscriptionYear.notifications.prefix(3)
+            deliveries.shuffle(using: &random)
+            #expect(deliveries.count == 16)
+            try await withThrowingTaskGroup(of: SubscriptionMessageOutcome.self) { group in
+                for event in deliveries { group.addTask { try await Self.record(event, on: ledger) } }
+                for try await outcome in group {
+                    switch outcome {
+                    case .recorded, .duplicate: break
+                    case .refused: Issue.record("\(outcome)")
+                    }
+                }
+            }
+            let stored = try #require(try await ledger.subscription(SubscriptionYear.id))
+            let expected = try #require(SubscriptionYear.fold(SubscriptionYear.notifications))
+            #expect(stored.version == SubscriptionYear.notifications.count)
+            #expect(stored.transactions == expected.transactions)
+            #expect(stored.renewalInfos == expected.renewalInfos)
+            #expect(stored.notificationIds == expected.notificationIds)
+            for row in SubscriptionYear.table {
+                #expect(stored.entitlement(at: row.moment) == expected.entitlement(at: row.moment))
+            }
+
+            let report = try await database.operations.verify()
+            #expect(report.passed, "\(report.drift) \(report.brokenEvents)")
+            #expect(report.subscriptionsChecked == 1)
+            let rebuilt = try await database.operations.rebuild(pageSize: 1_000)
+            #expect(rebuilt.subscriptions == 1)
+            #expect(try await ledger.subscription(SubscriptionYear.id) == stored)
+            #expect(try await database.operations.verify().passed)
+        }
+    }
+
+    /// The first purchase's order owns the subscription (its account, linked once); a transaction another
+    /// subscription holds is refused; a changed projection row is found by `ledger verify`.
+    @Test func theFirstPurchaseLinksItsOrdersAccountAndATransactionHeldElsewhereIsRefused() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            let ledger = database.ledger
+            var lifecycle = Lifecycle()
+            lifecycle.accountId = "alice"
+            lifecycle.transactionId = "t01"
+            let metadata = EventMetadata(actor: "test")
+            for event in [lifecycle.created, lifecycle.receipt] {
+                _ = try await ledger.record(orderId: "order-sub", events: [event], metadata: metadata)
+            }
+            let first = try await Self.record(SubscriptionYear.notifications[0], on: ledger)
+            #expect(first == .recorded(subscriptionId: SubscriptionYear.id, version: 2))
+            let owned = try #require(try await ledger.subscription(SubscriptionYear.id))
+            #expect(owned.accountId == "alice" && owned.orderId == "order-sub")
+            #expect(try await ledger.subscriptions(ofAccount: "alice").map(\.subscriptionId) == [SubscriptionYear.id])
+            #expect(try await ledger.subscriptions(ofAccount: "bob").isEmpty)
+            // Delivered again: a replay, and the link is not made twice.
+            #expect(try await Self.record(SubscriptionYear.notifications[0], on: ledger) == .duplicate(subscriptionId: SubscriptionYear.id))
+            #expect(try await ledger.subscription(SubscriptionYear.id)?.version == 2)
+
+            _ = try await Self.record(SubscriptionYear.notifications[1], on: ledger)
+            var stolen = SubscriptionYear.transaction("t02", from: SubscriptionYear.day(2, 1), to: SubscriptionYear.day(3, 1))
+            stolen.originalTransactionId = "2000000999"
+            let theft = SubscriptionEvent.provider(
+                .renewed, ProviderSaid(notificationId: "n-theft", signedAt: stolen.signedAt, transaction: stolen))
+            guard case .refused(_, let code, _) = try await Self.record(theft, to: "2000000999", on: ledger) else {
+                Issue.record("a transaction held by another subscription was recorded")
+                return
+            }
+            #expect(code == "transaction_bound_elsewhere")
+            #expect(try await ledger.subscription("2000000999") == nil)
+            #expect(try await database.operations.verify().passed)
+
+            try await tamper(client, ["UPDATE subscriptions SET account_id = 'mallory', order_id = 'order-x'"])
+            let tampered = try await database.operations.verify()
+            #expect(tampered.drift.map(\.field).sorted() == ["accountId", "orderId"], "\(tampered.drift)")
+        }
+    }
+}
