@@ -162,14 +162,15 @@ struct ReplicaAPITests {
             #expect(duringOutage.types == ["order.created"])
             try await api.eventually("the replica is reported down") { api.replicaState() == "down" }
             try api.standbyCluster.start()
-            // A standby restarted under the whole suite's load on two cores took more than 30 s to be reconnected and
-            // caught up (issue 48; twice in this stop's full runs, never alone): the condition is waited for longer.
-            try await api.eventually("the replica is in use after its restart", within: .seconds(120)) {
+            // A standby restarted under the whole suite's load on two cores, beside two busy loops, took more than 30 s
+            // to be reconnected and caught up (stop 44), and once more than 120 s (stop 45); never alone. The cap only
+            // keeps a replica that never comes back from hanging the test: it is waited for on its condition.
+            try await api.eventually("the replica is in use after its restart", within: .seconds(300)) {
                 api.replicaState() == "in_use"
             }
             // Serving needs the replica's pool to open a session to the restarted standby, which under the same load
-            // took longer than 30 s once more (issue 48): the same 120 s.
-            try await api.eventually("the replica serves after its restart", within: .seconds(120)) {
+            // took longer than 30 s once more (issue 48): the same cap.
+            try await api.eventually("the replica serves after its restart", within: .seconds(300)) {
                 try await api.historyTypes("order-2").from == "replica-1"
             }
         }
