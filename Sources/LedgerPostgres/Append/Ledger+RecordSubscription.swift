@@ -62,8 +62,15 @@ extension Ledger {
             namespace: Self.subscriptionEvents, name: "linked:\(subscription.subscriptionId):\(owner.orderId)")
         do {
             return try await recordSubscription(subscription.subscriptionId, event: link, eventId: eventId, metadata: metadata)
-        } catch let refusal as SubscriptionRefusal where refusal.code == "already_linked" {
-            return nil  // linked meanwhile, by another delivery
+        } catch let refusal as SubscriptionRefusal {
+            // Linked meanwhile by another delivery (to this order: `already_linked`; to another: the refusal is the
+            // story's, kept in the log). The notification itself was recorded either way.
+            if refusal.code != "already_linked" {
+                logger.warning("subscription not linked: \(refusal.message)", metadata: [
+                    "subscriptionId": "\(subscription.subscriptionId)", "orderId": "\(owner.orderId)",
+                ])
+            }
+            return nil
         }
     }
 
