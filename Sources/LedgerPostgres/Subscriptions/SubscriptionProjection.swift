@@ -5,7 +5,9 @@ import PostgresNIO
 /// The subscription's projection in the append's statements (`StreamProjection`, schema/023): the read takes its
 /// `subscriptions` row and the `subscription_transactions` bindings of the transactions its new events name; the
 /// write upserts the row (its facts as the fold keeps them) and binds every transaction of the subscription to it,
-/// and its check aborts the statement when another subscription holds one of them.
+/// and its check aborts the statement when another subscription holds one of them. Every transaction is written again
+/// on each append (a dozen rows a year of monthly renewals), so that the check counts them all without a second read;
+/// a subscription with many years of renewals would want only the event's own transaction written.
 enum SubscriptionProjection: StreamProjection {
     /// What a decision on a subscription starts from beside its version.
     struct Read: Sendable {
