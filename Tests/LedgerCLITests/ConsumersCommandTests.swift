@@ -14,8 +14,8 @@ struct ConsumersCommandTests {
 
             let database = LedgerDatabase(client: client)
             try await recordHappyOrders(2, on: database.ledger)
-            _ = try await database.consumers.run(FeedConsumer(name: "warehouse") { _ in }, node: "node-1", pageSize: 5, maximumPages: 1)
-            _ = try await database.consumers.run(FeedConsumer(name: "caught-up") { _ in }, node: "node-2")
+            try await database.consumers.drain(FeedConsumer(name: "warehouse") { _ in }, node: "node-1", expected: 5)
+            try await database.consumers.drain(FeedConsumer(name: "caught-up") { _ in }, node: "node-2", expected: 12)
 
             let json = try await LedgerBinary.run(["consumers", "--json"], databaseURL: url)
             #expect(json.status == 0, "\(json.stderr)")

@@ -23,21 +23,6 @@ struct FeedConsumerTests {
         func advance(_ seconds: TimeInterval) { time.withLock { $0 += seconds } }
     }
 
-    /// Rounds of `consumer` until it has handled `expected` events in all (or a minute passes): a round ends at an
-    /// empty page, and on a cluster busy with other tests' transactions a page can come back empty while events wait
-    /// (the feed's horizon). Returns the events its rounds handled.
-    @discardableResult
-    static func drain(
-        _ consumer: FeedConsumer, on database: LedgerDatabase, node: String = "a", pageSize: Int = 100, expected: Int
-    ) async throws -> Int {
-        let started = ContinuousClock.now
-        var handled = 0
-        while handled < expected, ContinuousClock.now - started < .seconds(60) {
-            handled += try await database.consumers.run(consumer, node: node, pageSize: pageSize) ?? 0
-        }
-        return handled
-    }
-
     static func feedOrder(_ client: SessionPool) async throws -> [Int64] {
         var positions: [Int64] = []
         try await AuditLog(client: client).forEachInFeedOrder { positions.append($0.event.position); return true }
@@ -50,13 +35,13 @@ struct FeedConsumerTests {
             try await recordHappyOrders(4, on: database.ledger)
             let handled = Handled()
             let consumer = FeedConsumer(name: "audit-copy") { page in handled.pages.withLock { $0.append(page) } }
-            #expect(try await Self.drain(consumer, on: database, pageSize: 5, expected: 24) == 24)
+            #expect(try await database.consumers.drain(consumer, pageSize: 5, expected: 24) == 24)
             #expect(handled.pages.withLock { $0.allSatisfy { (1...5).contains($0.count) } })
             #expect(handled.positions == (try await Self.feedOrder(client)))
             #expect(try await database.consumers.run(consumer, node: "a") == 0, "nothing new: nothing handled")
 
             try await recordHappyOrders(1, prefix: "later", on: database.ledger)
-            #expect(try await Self.drain(consumer, on: database, expected: 6) == 6)
+            #expect(try await database.consumers.drain(consumer, expected: 6) == 6)
             #expect(handled.positions == (try await Self.feedOrder(client)), "each event once, in feed order")
             let listed = try #require(try await database.consumers.list().first)
             #expect(listed.name == "audit-copy" && listed.handled == 30 && listed.lagEvents == 0 && listed.lagSeconds == 0)
@@ -78,12 +63,12 @@ struct FeedConsumerTests {
                 handled.pages.withLock { $0.append(page) }
             }
             // Drained until the failure: the first page handled, the second failed.
-            await #expect(throws: HandlingFailed.self) { try await Self.drain(consumer, on: database, pageSize: 4, expected: 12) }
+            await #expect(throws: HandlingFailed.self) { try await database.consumers.drain(consumer, pageSize: 4, expected: 12) }
             let first = handled.events.count
             #expect((1...4).contains(first))
             let listed = try #require(try await database.consumers.list().first)
             #expect(listed.handled == first && listed.lagEvents == 12 - first && listed.lagSeconds > 0)
-            #expect(try await Self.drain(consumer, on: database, pageSize: 4, expected: 12 - first) == 12 - first)
+            #expect(try await database.consumers.drain(consumer, pageSize: 4, expected: 12 - first) == 12 - first)
             #expect(handled.positions == (try await Self.feedOrder(client)))
         }
     }
@@ -140,9 +125,9 @@ struct FeedConsumerTests {
                 // The second page fails after its rows were written.
                 if pages.withLock({ $0 += 1; return $0 == 2 }) { throw HandlingFailed() }
             }
-            await #expect(throws: HandlingFailed.self) { try await Self.drain(consumer, on: database, pageSize: 5, expected: 18) }
+            await #expect(throws: HandlingFailed.self) { try await database.consumers.drain(consumer, pageSize: 5, expected: 18) }
             let advanced = try #require(try await database.consumers.list().first?.handled)
-            #expect(try await Self.drain(consumer, on: database, pageSize: 5, expected: 18 - Int(advanced)) == 18 - Int(advanced))
+            #expect(try await database.consumers.drain(consumer, pageSize: 5, expected: 18 - Int(advanced)) == 18 - Int(advanced))
             var copied: [Int64] = []
             for try await position in try await client.query("SELECT position FROM copied ORDER BY position").decode(Int64.self) {
                 copied.append(position)
@@ -174,7 +159,7 @@ struct FeedConsumerTests {
                 _ = try await database.consumers.run(consumer, node: "a", pageSize: 7)
             }
             try await appending.value
-            try await Self.drain(consumer, on: database, pageSize: 7, expected: 240 - handled.events.count)
+            try await database.consumers.drain(consumer, pageSize: 7, expected: 240 - handled.events.count)
             #expect(handled.events.count == 240)
             #expect(Set(handled.events.map(\.eventId)).count == 240)
             #expect(handled.positions == (try await Self.feedOrder(client)))
