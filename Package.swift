@@ -57,6 +57,7 @@ let package = Package(
                 .embedInCode("021_stream_kinds.sql"),
                 .embedInCode("022_feed_consumers.sql"),
                 .embedInCode("023_subscriptions.sql"),
+                .embedInCode("024_subscription_claims.sql"),
             ]
         ),
         .target(

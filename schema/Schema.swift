@@ -25,5 +25,6 @@ public enum LedgerSchema {
         ("021_stream_kinds.sql", String(decoding: PackageResources._21_stream_kinds_sql, as: UTF8.self)),
         ("022_feed_consumers.sql", String(decoding: PackageResources._22_feed_consumers_sql, as: UTF8.self)),
         ("023_subscriptions.sql", String(decoding: PackageResources._23_subscriptions_sql, as: UTF8.self)),
+        ("024_subscription_claims.sql", String(decoding: PackageResources._24_subscription_claims_sql, as: UTF8.self)),
     ]
 }

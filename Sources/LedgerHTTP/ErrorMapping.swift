@@ -14,6 +14,8 @@ extension APIError {
             self = error
         case let refusal as Refusal:
             self.init(.conflict, refusal.code, refusal.message, details: refusal.details)
+        case let refusal as SubscriptionRefusal:
+            self.init(.conflict, refusal.code, refusal.message, details: refusal.details)
         case let error as LedgerError:
             self.init(ledgerError: error)
         case let error as UnkeepableProviderMessage:

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import LedgerCore
 import LedgerPostgres
 import LedgerProviders
 import LedgerRecovery
@@ -13,11 +14,12 @@ public enum LedgerApplication {
     /// `providers` enables the providers' notification endpoints and signed-transaction receipts (none by default).
     /// `replicas` serve the reads that may lag (`ReadSource`); none: every read is the primary's.
     /// `recoverer` asks providers about an order on support's request (`POST /v1/orders/{id}/recover`); none: 501.
+    /// `subscriptionTransfers`: what a claim of a subscription by another account than its owner does (`keep`).
     /// `readinessTimeout`: how long `/readyz` waits for the database (2 s; a test on a busy machine waits longer).
     public static func router(
         database: LedgerDatabase, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
         replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil,
-        readinessTimeout: Duration = defaultReadinessTimeout
+        subscriptionTransfers: SubscriptionTransferPolicy = .keep, readinessTimeout: Duration = defaultReadinessTimeout
     ) -> Router<LedgerRequestContext> {
         let ledger = database.ledger
         // HEAD answers as GET does, without the body (RFC 9110 §9.3.2): a monitor's HEAD /healthz was a 404.
@@ -44,7 +46,8 @@ public enum LedgerApplication {
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)
-        SubscriptionRoutes(ledger: ledger).register(readers: readers)
+        SubscriptionRoutes(ledger: ledger, appStore: providers.appStore, transfers: subscriptionTransfers)
+            .register(writers: writers, readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(finance: database.finance).register(finance: finance)
         let admins = router.group("v1").add(middleware: RequireScope(scope: .tokensAdmin, tokens: tokens))
@@ -77,11 +80,14 @@ public enum LedgerApplication {
     /// own service group, where they stop after the server and the background loops that use them (`ServeServices`).
     public static func make(
         database: LedgerDatabase, host: String, port: Int, logger: Logger, providers: ProviderVerifiers = ProviderVerifiers(),
-        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil, idleTimeout: Duration? = defaultIdleTimeout,
+        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil,
+        subscriptionTransfers: SubscriptionTransferPolicy = .keep, idleTimeout: Duration? = defaultIdleTimeout,
         bodyTimeout: Duration = defaultBodyTimeout, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(database: database, providers: providers, replicas: replicas, recoverer: recoverer),
+            router: router(
+                database: database, providers: providers, replicas: replicas, recoverer: recoverer,
+                subscriptionTransfers: subscriptionTransfers),
             server: server(idleTimeout: idleTimeout, bodyTimeout: bodyTimeout),
             configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

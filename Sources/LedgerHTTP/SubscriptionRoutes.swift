@@ -2,17 +2,59 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerPostgres
+import LedgerProviders
 
 /// A subscription and an account's entitlements (scope `events:read`). Both are derived on every request from the
 /// subscription's signed facts as the ledger holds them now — no cache that a write or the passing of time leaves
-/// stale — at the moment asked (`asOf`, now by default).
+/// stale — at the moment asked (`asOf`, now by default). An account's claim of a subscription (scope `events:write`).
 struct SubscriptionRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
+    /// Verifies the signed transaction a claim shows; nil when the App Store is not configured (a claim is a 501).
+    let appStore: AppStoreJWSVerifier?
+    /// What a claim by another account than the owner does (`serve --subscription-transfer`).
+    let transfers: SubscriptionTransferPolicy
 
-    func register(readers: RouterGroup<Context>) {
+    func register(writers: RouterGroup<Context>, readers: RouterGroup<Context>) {
+        writers.post("subscriptions/{subscriptionId}/claims", use: claim)
         readers.get("subscriptions/{subscriptionId}", use: subscription)
         readers.get("accounts/{accountId}/entitlements", use: entitlements)
+    }
+
+    /// An account claims the subscription with one of its signed transactions (StoreKit 2's `jwsRepresentation`, as
+    /// a restore or `Transaction.currentEntitlements` gives it): `{"accountId", "signedTransaction"}`. 201 when the
+    /// claim moved the subscription (claimed while nobody owned it, or transferred under the `transfer` policy), 200
+    /// when the account owns it already or the same claim is sent again; 409 `account_mismatch` when another account
+    /// owns it under `keep` (the refusal is listed for finance). The answer is the subscription as after the claim.
+    @Sendable func claim(_ request: Request, context: Context) async throws -> Response {
+        let subscriptionId = try context.pathId("subscriptionId")
+        let body = try JSONFields(try await JSONResponse.readBody(request), path: "")
+        try body.onlyAllowing(["accountId", "signedTransaction"])
+        let accountId = try body.required("accountId", body.string)
+        let jws = try body.required("signedTransaction", body.string)
+        guard let appStore else { throw ProviderRoutes.notConfigured(.appStore) }
+        let signed: AppStoreTransaction
+        do {
+            signed = try await appStore.verifyTransaction(jws, now: Date())
+        } catch {
+            throw APIError.invalidRequest(field: "signedTransaction", "signedTransaction does not verify: \(error)")
+        }
+        guard let transaction = signed.subscriptionTransaction else {
+            throw APIError.invalidRequest(
+                field: "signedTransaction", "signedTransaction is not an auto-renewable subscription's transaction")
+        }
+        let metadata = EventMetadata(actor: context.actor, requestId: context.requestId)
+        let outcome = try await ledger.claimSubscription(
+            subscriptionId, accountId: accountId, transaction: transaction, policy: transfers, metadata: metadata)
+        let (status, name, subscription, replay): (HTTPResponse.Status, String, Subscription, Bool) = switch outcome {
+        case .claimed(let recorded): (.created, "claimed", recorded.subscription, recorded.append.isReplay)
+        case .transferred(_, let recorded): (.created, "transferred", recorded.subscription, recorded.append.isReplay)
+        case .alreadyOwned(let subscription): (.ok, "already_owned", subscription, false)
+        }
+        var answer: [String: JSONValue] = ["outcome": .string(name), "subscription": subscription.json(at: Date())]
+        if case .transferred(let from, _) = outcome { answer["from"] = .string(from) }
+        if replay { return JSONResponse.make(status: .ok, body: .object(answer), headers: [.idempotentReplay: "true"]) }
+        return JSONResponse.make(status: status, body: .object(answer))
     }
 
     /// The subscription: its owner, its entitlement at `asOf` (now by default), its renewal info then, and every

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerRecovery
@@ -25,6 +26,8 @@ struct ServeCommand: AsyncParsableCommand {
     var idleTimeout = 30
     @Option(name: .customLong("body-timeout"), help: "Seconds a request's body may take to arrive before it is answered 408.")
     var bodyTimeout = 30
+    @Option(name: .customLong("subscription-transfer"), help: "What a claim of a subscription by another account than its owner does: keep (refused and listed) or transfer (moved, recorded).")
+    var subscriptionTransfer: SubscriptionTransferPolicy = .keep
 
     func validate() throws {
         guard databaseDeadline >= 1 else { throw ValidationError("--database-deadline must be at least 1 second") }
@@ -81,7 +84,7 @@ struct ServeCommand: AsyncParsableCommand {
         let where_ = resolved.embedded.map { "embedded database at \($0.dataDirectory.path)" } ?? "database from DATABASE_URL"
         let app = LedgerApplication.make(
             database: ledger, host: host, port: port, logger: logger, providers: verifiers, replicas: replicas,
-            recoverer: recoverer, idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil, bodyTimeout: .seconds(bodyTimeout)
+            recoverer: recoverer, subscriptionTransfers: subscriptionTransfer, idleTimeout: idleTimeout > 0 ? .seconds(idleTimeout) : nil, bodyTimeout: .seconds(bodyTimeout)
         ) { port in
             announce("ledger listening on http://\(host):\(port) (\(where_))")
             announce("console: http://\(host):\(port)/console/")
@@ -117,3 +120,5 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension SubscriptionTransferPolicy: ExpressibleByArgument {}

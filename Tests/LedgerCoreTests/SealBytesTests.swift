@@ -94,6 +94,7 @@ struct SealBytesTests {
 @Suite("Seal bytes: an order's are those it had before stream kinds")
 struct OrderSealBytesTests {
     @Test func anOrdersFirstEventHashesAsItDidBeforeKinds() throws {
+        let occurredAt = try #require(RFC3339.parse("2026-11-20T09:00:00.000000Z") as Date?)
         let canonical = EventSeal.canonicalBytes(
             stream: .order("happy-0"), version: 1, eventId: try #require(UUID(uuidString: "d6a3f6d8-bfbf-4beb-8b6d-fd872dcaf48b")),
             type: "order.created",
@@ -102,7 +103,7 @@ struct OrderSealBytesTests {
                 "productId": "gems.100", "provider": "app_store", "quantity": 1,
             ],
             metadata: ["actor": "dev", "requestId": "2a58538a-24d7-44a1-9b40-ab2bfb3d807c"],
-            occurredAt: try #require(RFC3339.parse("2026-11-20T09:00:00.000000Z")),
+            occurredAt: occurredAt,
             recordedAt: try #require(RFC3339.parse("2026-11-27T08:13:29.502876Z")))
         #expect(EventSeal.hash(previous: nil, canonical: canonical).hex
             == "2b29879ea37dac5f3cf2ac1ba51b3ea82cb2dfd35fc909d5e4e3f4dcb0d1ade1")

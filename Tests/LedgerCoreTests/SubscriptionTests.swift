@@ -118,13 +118,26 @@ struct SubscriptionTests {
             == .accountMismatch(owner: "alice", claimant: "bob"))
 
         // Transferred: only from the owner, to another account, once owned.
-        #expect(SubscriptionDecider.decide(.transferred(from: "alice", to: "bob"), on: subscription, stream: id)?.code == "invalid_transition")
-        #expect(SubscriptionDecider.decide(.transferred(from: "carol", to: "bob"), on: owned, stream: id)
+        #expect(SubscriptionDecider.decide(.transferred(from: "alice", to: "bob", transaction: nil), on: subscription, stream: id)?.code == "invalid_transition")
+        #expect(SubscriptionDecider.decide(.transferred(from: "carol", to: "bob", transaction: nil), on: owned, stream: id)
             == .accountMismatch(owner: "alice", claimant: "carol"))
-        #expect(SubscriptionDecider.decide(.transferred(from: "alice", to: "alice"), on: owned, stream: id)?.code == "invalid_transition")
-        let transfer = SubscriptionEvent.transferred(from: "alice", to: "bob")
+        #expect(SubscriptionDecider.decide(.transferred(from: "alice", to: "alice", transaction: nil), on: owned, stream: id)?.code == "invalid_transition")
+        let transfer = SubscriptionEvent.transferred(from: "alice", to: "bob", transaction: nil)
         #expect(SubscriptionDecider.decide(transfer, on: owned, stream: id) == nil)
         #expect(Subscription.evolve(owned, transfer, stream: id, version: 3, recordedAt: SubscriptionYear.day(1, 1)).accountId == "bob")
+
+        // Claimed: no owner → owned by the claimant, with no order, its transaction merged; the owner again →
+        // already_owned; another account → account_mismatch (what the policy makes of it is the store's).
+        let shown = SubscriptionYear.transaction("t02", from: SubscriptionYear.day(2, 1), to: SubscriptionYear.day(3, 1))
+        let claim = SubscriptionEvent.claimed(accountId: "carol", transaction: shown)
+        #expect(SubscriptionDecider.decide(claim, on: subscription, stream: id) == nil)
+        let claimed = Subscription.evolve(subscription, claim, stream: id, version: 2, recordedAt: SubscriptionYear.day(2, 1))
+        #expect(claimed.accountId == "carol" && claimed.orderId == nil && claimed.transactions["t02"] == shown)
+        #expect(SubscriptionDecider.decide(claim, on: claimed, stream: id) == .alreadyOwned(accountId: "carol"))
+        #expect(SubscriptionDecider.decide(claim, on: owned, stream: id) == .accountMismatch(owner: "alice", claimant: "carol"))
+        let moved = Subscription.evolve(
+            owned, .transferred(from: "alice", to: "carol", transaction: shown), stream: id, version: 3, recordedAt: SubscriptionYear.day(2, 1))
+        #expect(moved.accountId == "carol" && moved.orderId == "order-1" && moved.transactions["t02"] == shown)
     }
 
     /// The projection row's facts read back as the subscription they were written from.
@@ -138,7 +151,11 @@ struct SubscriptionTests {
 
     /// Every event's stored data parses back to the same event; a refusal names its field.
     @Test func storedDataReadsBackAndBadDataIsRefusedNamingItsField() throws {
-        let events = SubscriptionYear.notifications + [.linked(orderId: "order-1", accountId: "alice"), .transferred(from: "alice", to: "bob")]
+        let shown = SubscriptionYear.transaction("t02", from: SubscriptionYear.day(2, 1), to: SubscriptionYear.day(3, 1))
+        let events = SubscriptionYear.notifications + [
+            .linked(orderId: "order-1", accountId: "alice"), .transferred(from: "alice", to: "bob", transaction: nil),
+            .claimed(accountId: "carol", transaction: shown), .transferred(from: "carol", to: "dave", transaction: shown),
+        ]
         for event in events {
             #expect(try SubscriptionEvent(type: event.type.rawValue, data: event.data) == event)
             #expect(try SubscriptionEvent(storedType: event.type.rawValue, dataText: Array(event.data.canonicalJSON.utf8)) == event)
@@ -171,6 +188,6 @@ struct SubscriptionTests {
         #expect(SubscriptionEventType.of(notificationType: "REFUND", subtype: nil) == .refunded)
         #expect(SubscriptionEventType.of(notificationType: "RENEWAL_EXTENSION", subtype: "SUMMARY") == nil)
         #expect(SubscriptionEventType.of(notificationType: "TEST", subtype: nil) == nil)
-        #expect(SubscriptionEventType.allCases.filter { !$0.isProviders } == [.linked, .transferred])
+        #expect(SubscriptionEventType.allCases.filter { !$0.isProviders } == [.linked, .claimed, .transferred])
     }
 }

@@ -46,6 +46,7 @@ struct API {
     static func run(
         providers: ProviderVerifiers = ProviderVerifiers(), questions: ProviderQuestions? = nil,
         recoveryClock: @escaping @Sendable () -> Date = Date.init,
+        subscriptionTransfers: SubscriptionTransferPolicy = .keep,
         readinessTimeout: Duration = LedgerApplication.defaultReadinessTimeout,
         _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
@@ -61,7 +62,8 @@ struct API {
             }
             let app = Application(
                 router: LedgerApplication.router(
-                    database: database, providers: providers, recoverer: recoverer, readinessTimeout: readinessTimeout),
+                    database: database, providers: providers, recoverer: recoverer,
+                    subscriptionTransfers: subscriptionTransfers, readinessTimeout: readinessTimeout),
                 logger: API.logger)
             let frozen = secrets
             try await app.test(.router) { client in

@@ -18,6 +18,26 @@ struct SubscriptionStoreTests {
             id, event: event, notificationId: notificationId, provider: .appStore, requestId: nil)
     }
 
+    /// Apple signs times in milliseconds; the fold reads them back from the events' JSON, the check from PostgreSQL:
+    /// the same microsecond read each way is one time, and `ledger verify` finds no drift (it once did, in a `Date`'s
+    /// last bit, for about one time in five).
+    @Test func timesToTheMillisecondVerify() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            var random = SeededRandom(seed: 7)
+            for index in 0..<30 {
+                let milliseconds = 1_795_000_000_000 + Int64(index) * 2_592_000_000 + Int64(random.next() % 1000)
+                let purchased = Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
+                let ends = Date(timeIntervalSince1970: TimeInterval(milliseconds + 2_592_000_000 - 7) / 1000)
+                let transaction = SubscriptionYear.transaction("ms\(index)", from: purchased, to: ends)
+                let event = SubscriptionYear.notification("DID_RENEW", signedAt: transaction.signedAt, transaction: transaction)
+                _ = try await Self.record(event, on: database.ledger)
+            }
+            let report = try await database.operations.verify()
+            #expect(report.passed, "\(report.drift)")
+        }
+    }
+
     /// A year of notifications delivered by 16 concurrent deliveries, shuffled, three of them twice: one event per
     /// notification, the state and entitlement of the in-order fold, `ledger verify` passes, and a rebuild gives
     /// the same rows back.

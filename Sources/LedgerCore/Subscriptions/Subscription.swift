@@ -15,8 +15,11 @@ public struct Subscription: Sendable, Hashable {
     public var renewalInfos: [SubscriptionRenewalInfo]
     /// The notifications recorded (their ids): a notification delivered again changes nothing.
     public var notificationIds: Set<String>
-    /// The owner: the account of the order of the first purchase (`subscription.linked`), or of a transfer.
+    /// The owner: the account of the order of the first purchase (`subscription.linked`), of a claim while nobody
+    /// owned it (`subscription.claimed`), or of a transfer.
     public var accountId: String?
+    /// The order of the first purchase, when the ledger has it (a claimed subscription may have none). A transfer
+    /// leaves it: that order's story still points here.
     public var orderId: String?
     /// The stream's version, and when its last event was recorded.
     public var version: Int
@@ -50,12 +53,7 @@ public struct Subscription: Sendable, Hashable {
         switch event {
         case .provider(_, let said):
             if let notificationId = said.notificationId { subscription.notificationIds.insert(notificationId) }
-            if let transaction = said.transaction {
-                let known = subscription.transactions[transaction.transactionId]
-                if known.map({ Self.signedLater(transaction, than: $0, at: \.signedAt, json: \.json) }) ?? true {
-                    subscription.transactions[transaction.transactionId] = transaction
-                }
-            }
+            if let transaction = said.transaction { subscription.merge(transaction) }
             if let info = said.renewalInfo, !subscription.renewalInfos.contains(info) {
                 let place = subscription.renewalInfos.firstIndex {
                     Self.signedLater($0, than: info, at: \.signedAt, json: \.json)
@@ -65,12 +63,25 @@ public struct Subscription: Sendable, Hashable {
         case .linked(let orderId, let accountId):
             subscription.orderId = orderId
             subscription.accountId = accountId
-        case .transferred(_, let to):
+        case .claimed(let accountId, let transaction):
+            subscription.merge(transaction)
+            subscription.accountId = accountId
+        case .transferred(_, let to, let transaction):
+            if let transaction { subscription.merge(transaction) }
+            // The order stays the first purchase's (its story points here); the owner is the account it moved to.
             subscription.accountId = to
         }
         subscription.version = version
         subscription.updatedAt = recordedAt
         return subscription
+    }
+
+    /// Keeps `transaction` unless what is known of it was signed later.
+    private mutating func merge(_ transaction: SubscriptionTransaction) {
+        let known = transactions[transaction.transactionId]
+        if known.map({ Self.signedLater(transaction, than: $0, at: \.signedAt, json: \.json) }) ?? true {
+            transactions[transaction.transactionId] = transaction
+        }
     }
 
     /// Whether `new` replaces `known`: signed later; signed at the same moment, the one whose canonical JSON sorts

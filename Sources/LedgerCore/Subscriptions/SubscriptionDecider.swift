@@ -13,6 +13,8 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
     case accountMismatch(owner: String, claimant: String)
     /// Already linked to this order and account: nothing to record.
     case alreadyLinked(orderId: String, accountId: String)
+    /// Claimed by the account that owns it: nothing to record.
+    case alreadyOwned(accountId: String)
     /// A transfer of a subscription no account owns yet, or to the account that owns it.
     case invalidTransfer(reason: String)
 
@@ -23,7 +25,28 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
         case .transactionBoundElsewhere: "transaction_bound_elsewhere"
         case .accountMismatch: "account_mismatch"
         case .alreadyLinked: "already_linked"
+        case .alreadyOwned: "already_owned"
         case .invalidTransfer: "invalid_transition"
+        }
+    }
+
+    /// The refusal's facts as JSON, for the API's error `details`.
+    public var details: [String: JSONValue] {
+        switch self {
+        case .subscriptionMismatch(let subscriptionId, let original):
+            ["subscriptionId": .string(subscriptionId), "originalTransactionId": .string(original)]
+        case .environmentMismatch(let expected, let actual):
+            ["expected": .string(expected.rawValue), "actual": .string(actual.rawValue)]
+        case .transactionBoundElsewhere(let transactionId, let subscriptionId):
+            ["transactionId": .string(transactionId), "subscriptionId": .string(subscriptionId)]
+        case .accountMismatch(let owner, let claimant):
+            ["owner": .string(owner), "claimant": .string(claimant)]
+        case .alreadyLinked(let orderId, let accountId):
+            ["orderId": .string(orderId), "accountId": .string(accountId)]
+        case .alreadyOwned(let accountId):
+            ["accountId": .string(accountId)]
+        case .invalidTransfer:
+            [:]
         }
     }
 
@@ -39,6 +62,8 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
             "the subscription belongs to account \(owner); account \(claimant) cannot claim it"
         case .alreadyLinked(let orderId, let accountId):
             "the subscription is already linked to order \(orderId) of account \(accountId)"
+        case .alreadyOwned(let accountId):
+            "the subscription already belongs to account \(accountId)"
         case .invalidTransfer(let reason):
             reason
         }
@@ -52,31 +77,45 @@ public enum SubscriptionDecider {
     public static func decide(
         _ event: SubscriptionEvent, on subscription: Subscription?, stream id: String, bindings: [String: String] = [:]
     ) -> SubscriptionRefusal? {
+        if let transaction = event.transaction,
+           let refusal = check(transaction, on: subscription, stream: id, bindings: bindings)
+        {
+            return refusal
+        }
         switch event {
-        case .provider(_, let said):
-            guard let transaction = said.transaction else { return nil }
-            guard transaction.originalTransactionId == id else {
-                return .subscriptionMismatch(subscriptionId: id, originalTransactionId: transaction.originalTransactionId)
-            }
-            if let environment = subscription?.environment, environment != transaction.environment {
-                return .environmentMismatch(expected: environment, actual: transaction.environment)
-            }
-            if let holder = bindings[transaction.transactionId], holder != id {
-                return .transactionBoundElsewhere(transactionId: transaction.transactionId, subscriptionId: holder)
-            }
+        case .provider:
             return nil
         case .linked(let orderId, let accountId):
             guard let owner = subscription?.accountId else { return nil }
             guard owner == accountId else { return .accountMismatch(owner: owner, claimant: accountId) }
             return .alreadyLinked(orderId: subscription?.orderId ?? orderId, accountId: owner)
-        case .transferred(let from, let to):
+        case .claimed(let accountId, _):
+            guard let owner = subscription?.accountId else { return nil }
+            return owner == accountId ? .alreadyOwned(accountId: owner) : .accountMismatch(owner: owner, claimant: accountId)
+        case .transferred(let from, let to, _):
             guard let owner = subscription?.accountId else {
-                return .invalidTransfer(reason: "the subscription has no owner yet: it is linked, not transferred")
+                return .invalidTransfer(reason: "the subscription has no owner yet: it is claimed, not transferred")
             }
             guard owner == from else { return .accountMismatch(owner: owner, claimant: from) }
             guard to != from else { return .invalidTransfer(reason: "the subscription already belongs to account \(to)") }
             return nil
         }
+    }
+
+    /// A transaction of this subscription, of its environment, bound to no other.
+    private static func check(
+        _ transaction: SubscriptionTransaction, on subscription: Subscription?, stream id: String, bindings: [String: String]
+    ) -> SubscriptionRefusal? {
+        guard transaction.originalTransactionId == id else {
+            return .subscriptionMismatch(subscriptionId: id, originalTransactionId: transaction.originalTransactionId)
+        }
+        if let environment = subscription?.environment, environment != transaction.environment {
+            return .environmentMismatch(expected: environment, actual: transaction.environment)
+        }
+        if let holder = bindings[transaction.transactionId], holder != id {
+            return .transactionBoundElsewhere(transactionId: transaction.transactionId, subscriptionId: holder)
+        }
+        return nil
     }
 }
 

@@ -3,7 +3,8 @@ import Foundation
 /// The events of a subscription's stream (docs/domain.md, "Subscriptions"). Most say what the provider said — one
 /// type per kind of App Store notification — and carry the signed facts it said it with; the state is made from the
 /// facts alone (`Subscription`), so a notification's type names it for people, and arriving late or twice changes
-/// nothing. Two are the ledger's own: which order and account the subscription belongs to, and a transfer.
+/// nothing. Three are the ledger's own: which order and account the subscription belongs to, an account's claim of
+/// it, and a transfer.
 public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
     case started = "subscription.started"
     case renewed = "subscription.renewed"
@@ -20,7 +21,11 @@ public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
     case refundReversed = "subscription.refund_reversed"
     /// The ledger's: the first purchase's order, and so its account, owns the subscription.
     case linked = "subscription.linked"
-    /// The ledger's: the operator's transfer policy moved the subscription to another account.
+    /// The ledger's: an account showed one of the subscription's signed transactions (a restore, a login on another
+    /// device, a family member, a purchase made outside the app) while no account owned it, and owns it now.
+    case claimed = "subscription.claimed"
+    /// The ledger's: another account claimed the subscription with one of its signed transactions, and the
+    /// operator's transfer policy (`SubscriptionTransferPolicy.transfer`) moved it there.
     case transferred = "subscription.transferred"
 
     /// The event an App Store notification (V2) about a subscription records; nil for one that says nothing about a
@@ -45,8 +50,8 @@ public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The types that record what a provider signed (all but `linked` and `transferred`).
-    public var isProviders: Bool { self != .linked && self != .transferred }
+    /// The types that record what a provider said (all but the ledger's own: `linked`, `claimed`, `transferred`).
+    public var isProviders: Bool { self != .linked && self != .claimed && self != .transferred }
 }
 
 /// What a provider signed, as one event of the subscription records it: the signed transaction, the signed renewal
@@ -76,14 +81,28 @@ public enum SubscriptionEvent: Sendable, Hashable {
     /// `type` is one of the provider's (`SubscriptionEventType.isProviders`).
     case provider(SubscriptionEventType, ProviderSaid)
     case linked(orderId: String, accountId: String)
-    /// From the account that owned it to another; who asked is in the event's metadata (`actor`).
-    case transferred(from: String, to: String)
+    /// By an account, shown the signed `transaction` (one of the subscription's); who asked is in the metadata.
+    case claimed(accountId: String, transaction: SubscriptionTransaction)
+    /// From the account that owned it to another, which showed the signed `transaction`; who asked is in the event's
+    /// metadata (`actor`).
+    case transferred(from: String, to: String, transaction: SubscriptionTransaction?)
 
     public var type: SubscriptionEventType {
         switch self {
         case .provider(let type, _): type
         case .linked: .linked
+        case .claimed: .claimed
         case .transferred: .transferred
+        }
+    }
+
+    /// The signed transaction the event carries, if any: what it binds to its subscription.
+    public var transaction: SubscriptionTransaction? {
+        switch self {
+        case .provider(_, let said): said.transaction
+        case .claimed(_, let transaction): transaction
+        case .transferred(_, _, let transaction): transaction
+        case .linked: nil
         }
     }
 }

@@ -18,9 +18,18 @@ extension SubscriptionEvent {
         case .linked:
             let fields = try DataFields(data, path: "data", owner: type, allowing: ["orderId", "accountId"], rules: rules)
             self = .linked(orderId: try fields.required("orderId", fields.id), accountId: try fields.required("accountId", fields.id))
+        case .claimed:
+            let fields = try DataFields(data, path: "data", owner: type, allowing: ["accountId", "transaction"], rules: rules)
+            self = .claimed(
+                accountId: try fields.required("accountId", fields.id),
+                transaction: try fields.required("transaction") { key throws(EventValidationError) in
+                    try Self.transaction(fields, key)
+                })
         case .transferred:
-            let fields = try DataFields(data, path: "data", owner: type, allowing: ["from", "to"], rules: rules)
-            self = .transferred(from: try fields.required("from", fields.id), to: try fields.required("to", fields.id))
+            let fields = try DataFields(data, path: "data", owner: type, allowing: ["from", "to", "transaction"], rules: rules)
+            self = .transferred(
+                from: try fields.required("from", fields.id), to: try fields.required("to", fields.id),
+                transaction: try Self.transaction(fields, "transaction"))
         default:
             let fields = try DataFields(
                 data, path: "data", owner: type,
@@ -29,11 +38,7 @@ extension SubscriptionEvent {
                 notificationId: try fields.id("notificationId"),
                 subtype: try fields.text("subtype", length: 1...64, printable: true),
                 signedAt: try fields.required("signedAt", fields.time),
-                transaction: try fields.value("transaction").map { value throws(EventValidationError) in
-                    try SubscriptionTransaction(DataFields(
-                        value, path: "data.transaction", owner: "a subscription's transaction",
-                        allowing: SubscriptionTransaction.fieldNames, rules: rules))
-                },
+                transaction: try Self.transaction(fields, "transaction"),
                 renewalInfo: try fields.value("renewalInfo").map { value throws(EventValidationError) in
                     try SubscriptionRenewalInfo(DataFields(
                         value, path: "data.renewalInfo", owner: "a subscription's renewal info",
@@ -46,13 +51,26 @@ extension SubscriptionEvent {
         }
     }
 
+    /// The signed transaction at `key`, if given.
+    private static func transaction(_ fields: DataFields, _ key: String) throws(EventValidationError) -> SubscriptionTransaction? {
+        try fields.value(key).map { value throws(EventValidationError) in
+            try SubscriptionTransaction(DataFields(
+                value, path: fields.name(key), owner: "a subscription's transaction",
+                allowing: SubscriptionTransaction.fieldNames, rules: fields.rules))
+        }
+    }
+
     /// The event's data as stored: `SubscriptionEvent(type: type.rawValue, data: data)` gives this event back.
     public var data: JSONValue {
         switch self {
         case .linked(let orderId, let accountId):
             return .object(["orderId": .string(orderId), "accountId": .string(accountId)])
-        case .transferred(let from, let to):
-            return .object(["from": .string(from), "to": .string(to)])
+        case .claimed(let accountId, let transaction):
+            return .object(["accountId": .string(accountId), "transaction": transaction.json])
+        case .transferred(let from, let to, let transaction):
+            var members: [String: JSONValue] = ["from": .string(from), "to": .string(to)]
+            members["transaction"] = transaction?.json
+            return .object(members)
         case .provider(_, let said):
             var members: [String: JSONValue] = ["signedAt": .time(said.signedAt)]
             members["notificationId"] = said.notificationId.map(JSONValue.string)

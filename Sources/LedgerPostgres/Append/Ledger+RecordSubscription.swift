@@ -25,7 +25,7 @@ extension Ledger {
             throw LedgerError.invalidEvent(field: error.field, message: error.message)
         }
         let newEvent = NewEvent(eventId: eventId, type: event.type.rawValue, data: event.data, metadata: metadata.json)
-        let claims = if case .provider(_, let said) = event, let transaction = said.transaction { [transaction.transactionId] } else { [String]() }
+        let claims = event.transaction.map { [$0.transactionId] } ?? []
         let (append, subscription) = try await store.append(
             to: subscriptionId, of: SubscriptionProjection.self, events: [newEvent], claims: claims
         ) { snapshot in

@@ -26,6 +26,12 @@ struct Timestamp: PostgresEncodable, PostgresNonThrowingEncodable {
     static func microseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince(epoch2000) * 1_000_000).rounded())
     }
+
+    /// The moment as PostgreSQL keeps it (to the microsecond), as one `Date` however it was read: two reads of the
+    /// same stored time compare equal.
+    var stored: Date {
+        Self.epoch2000.addingTimeInterval(Double(Self.microseconds(date)) / 1_000_000)
+    }
 }
 
 extension Optional where Wrapped == Date {

@@ -38,6 +38,9 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     /// A purchase an older app's receipt listed beside the one its order was given, that no order holds: paid, per
     /// the receipt (not verified: ask Apple), and credited to nobody (schema/019). Listed until an order takes it.
     case unclaimedPurchase = "unclaimed_purchase"
+    /// A claim of a subscription by another account than its owner, refused under the `keep` policy (from the refusal
+    /// log): a restore or a login on someone else's account. The order listed is the owner's first purchase's, if any.
+    case refusedClaim = "refused_claim"
 
     /// A time in a detail's text written as every other time the ledger prints (RFC 3339, UTC, microseconds), not in
     /// PostgreSQL's own `2026-11-25 04:19:42.344671+00`.
@@ -53,7 +56,7 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
         case .stuckPayment: .seconds(86_400)
         case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant, .refundedAtProvider,
              .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage, .unrecoverable,
-             .unclaimedPurchase: .zero
+             .unclaimedPurchase, .refusedClaim: .zero
         }
     }
 
@@ -156,6 +159,17 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 FROM receipt_purchases p LEFT JOIN orders o USING (order_id)
                 WHERE NOT EXISTS (SELECT 1 FROM order_transactions t WHERE t.transaction_id = p.transaction_id)
                   AND p.recorded_at < now() - make_interval(secs => $1)
+                """
+        case .refusedClaim:
+            return """
+                SELECT coalesce(s.order_id, ''), coalesce(r.details->>'owner', ''), 'subscription', r.recorded_at,
+                       'account ' || coalesce(r.details->>'claimant', '') || ' claimed subscription ' || r.order_id
+                           || ' with transaction ' || coalesce(r.transaction_id, '') || ' (by ' || r.actor
+                           || '): refused, it belongs to account ' || coalesce(r.details->>'owner', ''),
+                       lpad(r.id::text, 20, '0'), NULL::bigint, NULL::text
+                FROM refusals r LEFT JOIN subscriptions s ON s.subscription_id = r.order_id
+                WHERE r.event_type = 'subscription.claimed' AND r.code = 'account_mismatch'
+                  AND r.recorded_at < now() - make_interval(secs => $1)
                 """
         case .refusedProviderMessage:
             return """

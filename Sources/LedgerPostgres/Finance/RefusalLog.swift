@@ -16,11 +16,26 @@ struct RefusalLog: Sendable {
     }
 
     func record(_ refusal: Refusal, of event: OrderEvent, orderId: String, actor: String) async throws {
+        try await insert(
+            actor: actor, streamId: orderId, eventType: event.type.rawValue, transactionId: event.transactionId,
+            code: refusal.code, details: refusal.details)
+    }
+
+    /// A subscription's refusal: kept under the subscription's id (the log's `order_id` holds the stream's id, and
+    /// `event_type` its kind: `subscription.…`), for the `refused_claim` anomaly.
+    func record(_ refusal: SubscriptionRefusal, of event: SubscriptionEvent, subscriptionId: String, actor: String) async throws {
+        try await insert(
+            actor: actor, streamId: subscriptionId, eventType: event.type.rawValue,
+            transactionId: event.transaction?.transactionId, code: refusal.code, details: refusal.details)
+    }
+
+    private func insert(
+        actor: String, streamId: String, eventType: String, transactionId: String?, code: String, details: [String: JSONValue]
+    ) async throws {
         try await client.query(
             """
             INSERT INTO refusals (actor, order_id, event_type, transaction_id, code, details)
-            VALUES (\(actor), \(orderId), \(event.type.rawValue), \(event.transactionId), \(refusal.code),
-                    \(JSONValue.object(refusal.details).canonicalJSON)::jsonb)
+            VALUES (\(actor), \(streamId), \(eventType), \(transactionId), \(code), \(JSONValue.object(details).canonicalJSON)::jsonb)
             """, logger: logger, reading: { _ in })
     }
 
@@ -29,7 +44,7 @@ struct RefusalLog: Sendable {
         try await client.query(
             """
             SELECT id, recorded_at, actor, event_type, transaction_id, code, details::text FROM refusals
-            WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
+            WHERE order_id = \(orderId) AND event_type NOT LIKE 'subscription.%' ORDER BY id DESC LIMIT \(limit)
             """, .reads, logger: logger
         ) { rows in
             var found: [RecordedRefusal] = []

@@ -10,13 +10,23 @@ struct SubscriptionProjectionCheck: Sendable {
     let client: SessionPool
     let logger: Logger
 
-    /// A `subscription_transactions` row, as stored or as a folded subscription implies it.
+    /// A `subscription_transactions` row, as stored or as a folded subscription implies it. Its times are compared
+    /// as stored, to the microsecond: the fold reads them from the events' JSON and the row from PostgreSQL, and the
+    /// same microsecond converted each way can differ in a `Date`'s last bit.
     struct TransactionRow: Sendable, Hashable {
         var subscriptionId: String
         var productId: String
         var purchasedAt: Date
         var expiresAt: Date
         var revokedAt: Date?
+
+        init(subscriptionId: String, productId: String, purchasedAt: Date, expiresAt: Date, revokedAt: Date?) {
+            self.subscriptionId = subscriptionId
+            self.productId = productId
+            self.purchasedAt = Timestamp(purchasedAt).stored
+            self.expiresAt = Timestamp(expiresAt).stored
+            self.revokedAt = revokedAt.map { Timestamp($0).stored }
+        }
     }
 
     /// How many subscriptions were folded, and where the projections drift from their folds.
