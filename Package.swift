@@ -58,6 +58,7 @@ let package = Package(
                 .embedInCode("022_feed_consumers.sql"),
                 .embedInCode("023_subscriptions.sql"),
                 .embedInCode("024_subscription_claims.sql"),
+                .embedInCode("025_subscription_money.sql"),
             ]
         ),
         .target(

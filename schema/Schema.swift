@@ -26,5 +26,6 @@ public enum LedgerSchema {
         ("022_feed_consumers.sql", String(decoding: PackageResources._22_feed_consumers_sql, as: UTF8.self)),
         ("023_subscriptions.sql", String(decoding: PackageResources._23_subscriptions_sql, as: UTF8.self)),
         ("024_subscription_claims.sql", String(decoding: PackageResources._24_subscription_claims_sql, as: UTF8.self)),
+        ("025_subscription_money.sql", String(decoding: PackageResources._25_subscription_money_sql, as: UTF8.self)),
     ]
 }

@@ -69,6 +69,9 @@ public struct AppStoreTransaction: Sendable, Hashable {
     public var revocationPercentage: Int64?
     /// `PURCHASED`, or `FAMILY_SHARED` for a family member's access.
     public var inAppOwnershipType: String?
+    /// Set on a subscription's period the customer upgraded from: Apple revokes it at the upgrade, and the rest of its
+    /// price goes to the new plan (no refund).
+    public var isUpgraded: Bool? = nil
     public var rawJWS: String
 }
 
@@ -134,6 +137,7 @@ enum AppStoreWire {
         var revocationType: String?
         var revocationPercentage: Int64?
         var inAppOwnershipType: String?
+        var isUpgraded: Bool?
     }
 
     struct RenewalInfo: Decodable {
@@ -184,7 +188,7 @@ enum AppStoreWire {
             expiresDate: wire.expiresDate.map(date(milliseconds:)), storefront: wire.storefront,
             transactionReason: wire.transactionReason, webOrderLineItemId: wire.webOrderLineItemId,
             revocationType: wire.revocationType, revocationPercentage: wire.revocationPercentage,
-            inAppOwnershipType: wire.inAppOwnershipType, rawJWS: raw)
+            inAppOwnershipType: wire.inAppOwnershipType, isUpgraded: wire.isUpgraded, rawJWS: raw)
     }
 
     static func renewalInfo(_ wire: RenewalInfo, raw: String) throws(AppStoreVerificationError) -> AppStoreRenewalInfo {

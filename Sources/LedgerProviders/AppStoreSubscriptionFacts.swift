@@ -39,9 +39,10 @@ extension AppStoreTransaction {
             signedAt: signedDate)
     }
 
-    /// `REFUND_FULL`, or a revocation Apple did not type, is a full refund.
+    /// An upgrade's revocation moves no money; `REFUND_FULL`, or a revocation Apple did not type, is a full refund.
     var revocationKind: Revocation.Kind {
-        switch revocationType {
+        if isUpgraded == true { return .upgraded }
+        return switch revocationType {
         case "REFUND_PRORATED": .refundProrated
         case "FAMILY_REVOKE": .familyRevoke
         default: .refundFull

@@ -181,6 +181,35 @@ struct SubscriptionTests {
         }
     }
 
+    /// A period's length names its plan (for MRR), and a refund gives back the price or its prorated part, rounded
+    /// half up; a family revocation or an upgrade gives nothing back.
+    @Test func periodsPerYearAndWhatARefundGaveBack() {
+        let start = SubscriptionYear.day(1, 1)
+        func period(days: Double) -> SubscriptionTransaction {
+            SubscriptionYear.transaction("p", from: start, to: start.addingTimeInterval(days * 86_400))
+        }
+        #expect([7, 28, 31, 61, 92, 184, 365, 366].map { period(days: $0).periodsPerYear } == [52, 12, 12, 6, 4, 2, 1, 1])
+        var refunded = period(days: 31)
+        refunded.price = Money(value: 999, currency: "USD")
+        #expect(refunded.refunded == nil)
+        refunded.revocation = Revocation(at: start, kind: .refundProrated, percentage: 50_000)
+        #expect(refunded.refunded == Money(value: 500, currency: "USD"))  // 499.5 → 500
+        refunded.revocation = Revocation(at: start, kind: .refundProrated, percentage: 33_333)
+        #expect(refunded.refunded == Money(value: 333, currency: "USD"))  // 332.99667 → 333
+        refunded.revocation = Revocation(at: start, kind: .refundProrated, percentage: 10_010)
+        #expect(refunded.refunded == Money(value: 100, currency: "USD"))  // 99.9999 → 100
+        refunded.revocation = Revocation(at: start, kind: .refundFull)
+        #expect(refunded.refunded == Money(value: 999, currency: "USD"))
+        refunded.price = Money(value: Int64.max, currency: "USD")
+        refunded.revocation = Revocation(at: start, kind: .refundProrated, percentage: 100_000)
+        #expect(refunded.refunded == Money(value: Int64.max, currency: "USD"))
+        refunded.price = Money(value: 999, currency: "USD")
+        for kind in [Revocation.Kind.familyRevoke, .upgraded] {
+            refunded.revocation = Revocation(at: start, kind: kind)
+            #expect(refunded.refunded == nil)
+        }
+    }
+
     @Test func eachNotificationTypeRecordsItsEvent() {
         #expect(SubscriptionEventType.of(notificationType: "SUBSCRIBED", subtype: "RESUBSCRIBE") == .started)
         #expect(SubscriptionEventType.of(notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY") == .renewed)

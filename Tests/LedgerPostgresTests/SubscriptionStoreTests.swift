@@ -120,3 +120,76 @@ struct SubscriptionStoreTests {
         }
     }
 }
+
+/// `Finance.subscriptions` over the year of `SubscriptionYear`, checked against what was worked out by hand from its
+/// story: monthly at 4.99 USD, the April renewal late (billing recovered on 10 April), the upgrade to 9.99 USD on
+/// 1 July beside the June period that runs to 10 July, November's period refunded half on 15 November.
+@Suite("Finance: subscriptions per day — active, MRR, renewals, refunds, churn")
+struct SubscriptionReportTests {
+    typealias Row = SubscriptionReportRow
+
+    static func row(
+        _ day: String, _ product: String, active: Int64, mrr: Int64, started: Int64 = 0, renewed: Int64 = 0,
+        revenue: Int64 = 0, refunds: Int64 = 0, refunded: Int64 = 0, churnedOther: Int64 = 0
+    ) -> Row {
+        Row(day: day, productId: product, currency: "USD", active: active, mrr: mrr, started: started, renewed: renewed,
+            revenue: revenue, refunds: refunds, refunded: refunded, churnedVoluntary: 0, churnedBilling: 0,
+            churnedOther: churnedOther)
+    }
+
+    static func report(_ finance: Finance, _ from: String, _ to: String, timeZone: String = "UTC") async throws -> [Row] {
+        try await finance.subscriptions(from: try #require(PeriodBound(from)), to: try #require(PeriodBound(to)), timeZone: timeZone)
+    }
+
+    @Test func theYearReportsWhatItsStorySays() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            for event in SubscriptionYear.notifications { _ = try await SubscriptionStoreTests.record(event, on: database.ledger) }
+            // Not revenue: a family member's period, a sandbox one, a price not in whole minor units.
+            var family = SubscriptionYear.transaction("f01", from: SubscriptionYear.day(1, 1), to: SubscriptionYear.day(2, 1), familyShared: true)
+            family.originalTransactionId = "2000000200"
+            var sandbox = SubscriptionYear.transaction("s01", from: SubscriptionYear.day(1, 1), to: SubscriptionYear.day(2, 1))
+            sandbox.originalTransactionId = "2000000300"
+            sandbox.environment = .sandbox
+            var odd = SubscriptionYear.transaction("o01", from: SubscriptionYear.day(1, 1), to: SubscriptionYear.day(2, 1))
+            odd.originalTransactionId = "2000000400"
+            odd.price = nil
+            odd.unconvertedPrice = UnconvertedPrice(milliunits: 4_995, quantity: 1, currency: "USD")
+            for (hour, transaction) in [family, sandbox, odd].enumerated() {
+                let signedAt = SubscriptionYear.day(1, 1, hour + 2)  // each its own notification
+                let event = SubscriptionYear.notification("SUBSCRIBED", signedAt: signedAt, transaction: transaction)
+                _ = try await SubscriptionStoreTests.record(event, to: transaction.originalTransactionId, on: database.ledger)
+            }
+            let finance = database.finance
+
+            #expect(try await Self.report(finance, "2026-01-01", "2026-01-02") == [
+                Self.row("2026-01-01", "pro.monthly", active: 1, mrr: 499, started: 1, revenue: 499),
+                Self.row("2026-01-02", "pro.monthly", active: 1, mrr: 499),
+            ])
+            // Renewed on 1 February; lapsed from 1 April (nothing to say), recovered on 10 April.
+            #expect(try await Self.report(finance, "2026-02-01", "2026-02-01") == [
+                Self.row("2026-02-01", "pro.monthly", active: 1, mrr: 499, renewed: 1, revenue: 499),
+            ])
+            #expect(try await Self.report(finance, "2026-04-01", "2026-04-10") == [
+                Self.row("2026-04-10", "pro.monthly", active: 1, mrr: 499, renewed: 1, revenue: 499),
+            ])
+            #expect(try await Self.report(finance, "2026-07-01", "2026-07-01") == [
+                Self.row("2026-07-01", "pro.monthly", active: 1, mrr: 499),
+                Self.row("2026-07-01", "pro.premium", active: 1, mrr: 999, renewed: 1, revenue: 999),
+            ])
+            // Half of 9.99 refunded (499.5, rounded half up); access ended then, and nothing came after it.
+            #expect(try await Self.report(finance, "2026-11-14", "2026-11-15") == [
+                Self.row("2026-11-14", "pro.premium", active: 1, mrr: 999),
+                Self.row("2026-11-15", "pro.premium", active: 0, mrr: 0, refunds: 1, refunded: 500, churnedOther: 1),
+            ])
+            let year = try await Self.report(finance, "2026-01-01", "2026-12-31")
+            #expect(year.reduce(0) { $0 + $1.renewed } == 10 && year.reduce(0) { $0 + $1.started } == 1)
+            #expect(year.reduce(0) { $0 + $1.revenue } == 6 * 499 + 5 * 999)
+            // A day in Tokyo begins nine hours before UTC's: 1 February 00:00 UTC is 09:00 there, the same day.
+            #expect(try await Self.report(finance, "2026-02-01", "2026-02-01", timeZone: "Asia/Tokyo").first?.renewed == 1)
+            await #expect(throws: FinanceError.unknownTimeZone("Mars/Olympus")) {
+                try await Self.report(finance, "2026-02-01", "2026-02-01", timeZone: "Mars/Olympus")
+            }
+        }
+    }
+}

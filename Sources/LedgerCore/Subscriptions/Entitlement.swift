@@ -11,7 +11,8 @@ public struct Entitlement: Sendable, Hashable {
         case billingRetry = "billing_retry"
         /// The last period ended and will not renew.
         case expired
-        /// The period covering the moment was taken back from a family member (`FAMILY_REVOKE`).
+        /// The period covering the moment was taken back without a refund: from a family member (`FAMILY_REVOKE`), or
+        /// replaced by an upgrade whose new period the ledger has not seen yet.
         case revoked
         /// The period covering the moment (or the last one) was refunded, in full or in part.
         case refunded
@@ -40,8 +41,8 @@ extension Subscription {
     ///
     /// 1. Of the transactions bought by `moment` and not revoked by then, the one that ends last: while it has not
     ///    ended, `active` until its end.
-    /// 2. Else, when the period that ends last of all those bought by `moment` was revoked by then: `revoked` (family
-    ///    sharing) or `refunded`.
+    /// 2. Else, when the period that ends last of all those bought by `moment` was revoked by then: `refunded` (in
+    ///    full or in part), or `revoked` (family sharing; an upgrade).
     /// 3. Else, while the grace period of the renewal info in force then (`renewalInfo(at:)`), after that last period,
     ///    still runs: `inGrace` until its end.
     /// 4. Else `billingRetry` while the provider retries, `expired` otherwise; `unknown` with no transaction.
@@ -53,7 +54,8 @@ extension Subscription {
         }
         guard let last = Self.endingLast(bought) else { return Entitlement(state: .unknown) }
         if let revocation = last.revocation, revocation.at <= moment {
-            return Entitlement(state: revocation.kind == .familyRevoke ? .revoked : .refunded, proof: last)
+            let refunded = revocation.kind == .refundFull || revocation.kind == .refundProrated
+            return Entitlement(state: refunded ? .refunded : .revoked, proof: last)
         }
         let info = renewalInfo(at: moment)
         if let graceEnds = info?.gracePeriodExpiresAt, graceEnds > moment, graceEnds > last.expiresAt {

@@ -59,6 +59,9 @@ public struct Revocation: Sendable, Hashable {
         case refundProrated = "refund_prorated"
         /// A family member's access ended (`FAMILY_REVOKE`): no money moved.
         case familyRevoke = "family_revoke"
+        /// The customer upgraded to a higher plan mid-period (Apple's `isUpgraded`): the new plan's period covers from
+        /// then, the rest of this one's price went to it; no money moved back.
+        case upgraded
     }
 
     public var at: Date

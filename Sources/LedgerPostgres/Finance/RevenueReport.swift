@@ -112,7 +112,7 @@ struct RevenueReport: Sendable {
         }
     }
 
-    private func checkTimeZone(_ name: String) async throws {
+    func checkTimeZone(_ name: String) async throws {
         let known = try await client.query(
             "SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = \(name))", .reads, logger: logger
         ) { rows in

@@ -17,6 +17,12 @@ public struct Finance: Sendable {
         try await RevenueReport(client: client, logger: logger).rows(from: from, to: to, groupBy: groupBy, timeZone: timeZone)
     }
 
+    /// Active subscriptions, MRR, first purchases, renewals, refunds and churn per day, product and currency over
+    /// `from`…`to` (both included), days in `timeZone` (`SubscriptionReport`).
+    public func subscriptions(from: PeriodBound, to: PeriodBound, timeZone: String) async throws -> [SubscriptionReportRow] {
+        try await SubscriptionReport(client: client, logger: logger).rows(from: from, to: to, timeZone: timeZone)
+    }
+
     /// Refuses a reconciliation period before any file is read (`Reconciliation.checkPeriod`).
     public static func checkReconciliationPeriod(from: PeriodBound, to: PeriodBound) throws(FinanceError) {
         try Reconciliation.checkPeriod(from: from, to: to)

@@ -70,7 +70,7 @@ enum SubscriptionProjection: StreamProjection {
         sql.appendLiteral(" AND EXISTS (SELECT 1 FROM won)\n" + SubscriptionRows.upsertConflictSQL + "\n), bound AS (\n")
         sql.appendLiteral(SubscriptionRows.bindSQL + "\nSELECT b.transaction_id, ")
         sql.appendInterpolation(id)
-        sql.appendLiteral(", b.product_id, b.purchased_at, b.expires_at, b.revoked_at\nFROM unnest(")
+        sql.appendLiteral(", " + SubscriptionRows.boundValues + "\nFROM unnest(")
         sql.appendInterpolation(transactions: transactions)
         sql.appendLiteral(") AS b(" + SubscriptionRows.transactionColumns + ")\nWHERE EXISTS (SELECT 1 FROM won)\n")
         sql.appendLiteral(SubscriptionRows.bindConflictSQL + "\nRETURNING 1\n)\n")
@@ -118,7 +118,7 @@ enum SubscriptionProjection: StreamProjection {
 
             """)
         sql.appendLiteral(SubscriptionRows.upsertConflictSQL + "\n), bound AS (\n" + SubscriptionRows.bindSQL + "\n")
-        sql.appendLiteral("SELECT b.transaction_id, x.subscription_id, b.product_id, b.purchased_at, b.expires_at, b.revoked_at\nFROM unnest(")
+        sql.appendLiteral("SELECT b.transaction_id, x.subscription_id, " + SubscriptionRows.boundValues + "\nFROM unnest(")
         sql.appendInterpolation(owner)
         sql.appendLiteral("::int8[], ")
         sql.appendInterpolation(transactions: transactions)

@@ -19,13 +19,39 @@ struct SubscriptionProjectionCheck: Sendable {
         var purchasedAt: Date
         var expiresAt: Date
         var revokedAt: Date?
+        var environment: String
+        var priceValue: Int64?
+        var currency: String?
+        var familyShared: Bool
+        var periodsPerYear: Int
+        var refundedValue: Int64?
 
-        init(subscriptionId: String, productId: String, purchasedAt: Date, expiresAt: Date, revokedAt: Date?) {
+        init(
+            subscriptionId: String, productId: String, purchasedAt: Date, expiresAt: Date, revokedAt: Date?,
+            environment: String, priceValue: Int64?, currency: String?, familyShared: Bool, periodsPerYear: Int,
+            refundedValue: Int64?
+        ) {
             self.subscriptionId = subscriptionId
             self.productId = productId
             self.purchasedAt = Timestamp(purchasedAt).stored
             self.expiresAt = Timestamp(expiresAt).stored
             self.revokedAt = revokedAt.map { Timestamp($0).stored }
+            self.environment = environment
+            self.priceValue = priceValue
+            self.currency = currency
+            self.familyShared = familyShared
+            self.periodsPerYear = periodsPerYear
+            self.refundedValue = refundedValue
+        }
+
+        /// The row a folded subscription's transaction implies.
+        init(_ transaction: SubscriptionTransaction, of subscriptionId: String) {
+            self.init(
+                subscriptionId: subscriptionId, productId: transaction.productId, purchasedAt: transaction.purchasedAt,
+                expiresAt: transaction.expiresAt, revokedAt: transaction.revocation?.at,
+                environment: transaction.environment.rawValue, priceValue: transaction.price?.value,
+                currency: transaction.price?.currency, familyShared: transaction.familyShared,
+                periodsPerYear: transaction.periodsPerYear, refundedValue: transaction.refunded?.value)
         }
     }
 
@@ -58,15 +84,21 @@ struct SubscriptionProjectionCheck: Sendable {
             }
         }
         var transactions: [String: TransactionRow] = [:]
-        for try await (transactionId, subscriptionId, productId, purchasedAt, expiresAt, revokedAt) in try await client.query(
+        for try await row in try await client.query(
             """
-            SELECT transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at
+            SELECT transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at, environment,
+                   price_value, currency, family_shared, periods_per_year, refunded_value
             FROM subscription_transactions WHERE subscription_id = ANY(\(ids))
             """, .reads, logger: logger
-        ).decode((String, String, String, Date, Date, Date?).self) {
-            transactions[transactionId] = TransactionRow(
-                subscriptionId: subscriptionId, productId: productId, purchasedAt: purchasedAt, expiresAt: expiresAt,
-                revokedAt: revokedAt)
+        ) {
+            let columns = row.makeRandomAccess()
+            transactions[try columns[0].decode(String.self)] = TransactionRow(
+                subscriptionId: try columns[1].decode(String.self), productId: try columns[2].decode(String.self),
+                purchasedAt: try columns[3].decode(Date.self), expiresAt: try columns[4].decode(Date.self),
+                revokedAt: try columns[5].decode(Date?.self), environment: try columns[6].decode(String.self),
+                priceValue: try columns[7].decode(Int64?.self), currency: try columns[8].decode(String?.self),
+                familyShared: try columns[9].decode(Bool.self), periodsPerYear: try columns[10].decode(Int.self),
+                refundedValue: try columns[11].decode(Int64?.self))
         }
         var drift: [VerificationReport.Drift] = []
         for subscription in folded {
@@ -77,9 +109,7 @@ struct SubscriptionProjectionCheck: Sendable {
                 drift += ProjectionDrift.differences(
                     table: "subscription_transactions", key: transaction.transactionId,
                     stored: transactions.removeValue(forKey: transaction.transactionId),
-                    folded: TransactionRow(
-                        subscriptionId: key, productId: transaction.productId, purchasedAt: transaction.purchasedAt,
-                        expiresAt: transaction.expiresAt, revokedAt: transaction.revocation?.at))
+                    folded: TransactionRow(transaction, of: key))
             }
         }
         // Bound to one of these subscriptions, but in none of their folds.

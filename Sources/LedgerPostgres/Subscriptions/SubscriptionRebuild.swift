@@ -51,7 +51,7 @@ extension SubscriptionRows {
         try await connection.queryToEnd(
             """
             \(unescaped: bindSQL)
-            SELECT b.transaction_id, o.subscription_id, b.product_id, b.purchased_at, b.expires_at, b.revoked_at
+            SELECT b.transaction_id, o.subscription_id, \(unescaped: boundValues)
             FROM unnest(\(transactions: owned.map(\.1))) WITH ORDINALITY AS b(\(unescaped: transactionColumns), n)
             JOIN unnest(\(owned.map(\.0))::text[]) WITH ORDINALITY AS o(subscription_id, n) USING (n)
             """, logger: logger)

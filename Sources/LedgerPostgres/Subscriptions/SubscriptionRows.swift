@@ -15,16 +15,28 @@ enum SubscriptionRows {
             facts = EXCLUDED.facts, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
         """
 
-    /// The columns of a transaction's binding after its transaction id, as `appendInterpolation(transactions:)` binds them.
-    static let transactionColumns = "transaction_id, product_id, purchased_at, expires_at, revoked_at"
+    /// The columns of a transaction's binding, as `appendInterpolation(transactions:)` binds them (schema/023, 025).
+    static let transactionColumns = """
+        transaction_id, product_id, purchased_at, expires_at, revoked_at, environment, price_value, currency,
+        family_shared, periods_per_year, refunded_value
+        """
+    /// What a binding writes after `transaction_id` and `subscription_id`, from `unnest(…) AS b(transactionColumns)`.
+    static let boundValues = """
+        b.product_id, b.purchased_at, b.expires_at, b.revoked_at, b.environment, b.price_value, b.currency,
+        b.family_shared, b.periods_per_year, b.refunded_value
+        """
     static let bindSQL = """
         INSERT INTO subscription_transactions AS t
-            (transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at)
+            (transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at, environment, price_value,
+             currency, family_shared, periods_per_year, refunded_value)
         """
     /// A transaction another subscription holds is left as it is, and not returned: the write's check counts.
     static let bindConflictSQL = """
         ON CONFLICT (transaction_id) DO UPDATE SET product_id = EXCLUDED.product_id,
-            purchased_at = EXCLUDED.purchased_at, expires_at = EXCLUDED.expires_at, revoked_at = EXCLUDED.revoked_at
+            purchased_at = EXCLUDED.purchased_at, expires_at = EXCLUDED.expires_at, revoked_at = EXCLUDED.revoked_at,
+            environment = EXCLUDED.environment, price_value = EXCLUDED.price_value, currency = EXCLUDED.currency,
+            family_shared = EXCLUDED.family_shared, periods_per_year = EXCLUDED.periods_per_year,
+            refunded_value = EXCLUDED.refunded_value
             WHERE t.subscription_id = EXCLUDED.subscription_id
         """
 
@@ -59,6 +71,18 @@ extension PostgresQuery.StringInterpolation {
         appendInterpolation(transactions.map { Timestamp($0.expiresAt) })
         appendLiteral("::timestamptz[], ")
         appendInterpolation(NullableArray(transactions.map { $0.revocation.map { Timestamp($0.at) } }))
-        appendLiteral("::timestamptz[]")
+        appendLiteral("::timestamptz[], ")
+        appendInterpolation(transactions.map(\.environment.rawValue))
+        appendLiteral("::text[], ")
+        appendInterpolation(NullableArray(transactions.map { $0.price?.value }))
+        appendLiteral("::int8[], ")
+        appendInterpolation(NullableArray(transactions.map { $0.price?.currency }))
+        appendLiteral("::text[], ")
+        appendInterpolation(transactions.map(\.familyShared))
+        appendLiteral("::bool[], ")
+        appendInterpolation(transactions.map(\.periodsPerYear))
+        appendLiteral("::int4[], ")
+        appendInterpolation(NullableArray(transactions.map { $0.refunded?.value }))
+        appendLiteral("::int8[]")
     }
 }
