@@ -74,3 +74,15 @@ extension Anomaly {
         ])
     }
 }
+
+extension SubscriptionReportRow {
+    /// A day of the subscription report as the API answers it: counts, and amounts as minor units of `currency`.
+    public var json: JSONValue {
+        [
+            "day": .string(day), "productId": .string(productId), "currency": .string(currency),
+            "active": .int(active), "mrr": .int(mrr), "started": .int(started), "renewed": .int(renewed),
+            "revenue": .int(revenue), "refunds": .int(refunds), "refunded": .int(refunded),
+            "churned": ["voluntary": .int(churnedVoluntary), "billing": .int(churnedBilling), "other": .int(churnedOther)],
+        ]
+    }
+}

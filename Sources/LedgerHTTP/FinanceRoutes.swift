@@ -16,6 +16,7 @@ struct FinanceRoutes {
 
     func register(finance: RouterGroup<Context>) {
         finance.get("reports/revenue", use: revenue)
+        finance.get("reports/subscriptions", use: subscriptions)
         finance.post("reconciliations", use: reconcile)
         finance.get("anomalies", use: anomalies)
     }
@@ -33,6 +34,21 @@ struct FinanceRoutes {
         return JSONResponse.make(status: .ok, body: .object([
             "from": .string(try query.string("from") ?? ""), "to": .string(try query.string("to") ?? ""), "timezone": .string(timeZone),
             "groupBy": .array(groupBy.map { .string($0.rawValue) }), "rows": .array(rows.map(\.json)),
+        ]))
+    }
+
+    /// Subscriptions per day, product and currency: active, MRR, first purchases, renewals, refunds, churn.
+    @Sendable func subscriptions(_ request: Request, context: Context) async throws -> Response {
+        let query = QueryParameters(request)
+        try query.onlyAllowing(["from", "to", "timezone"])
+        let (from, to) = (try query.periodBound("from"), try query.periodBound("to"))
+        let timeZone = try query.string("timezone") ?? "UTC"
+        let rows = try await financeCall(field: "from") {
+            try await finance.subscriptions(from: from, to: to, timeZone: timeZone)
+        }
+        return JSONResponse.make(status: .ok, body: .object([
+            "from": .string(try query.string("from") ?? ""), "to": .string(try query.string("to") ?? ""),
+            "timezone": .string(timeZone), "rows": .array(rows.map(\.json)),
         ]))
     }
 

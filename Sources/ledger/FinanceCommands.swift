@@ -45,7 +45,7 @@ func periodBounds(_ from: String, _ to: String) throws -> (PeriodBound, PeriodBo
 /// `ledger report revenue`: granted, refunded and net per group, from the projections.
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "report", abstract: "Finance reports.", subcommands: [RevenueCommand.self])
+        commandName: "report", abstract: "Finance reports.", subcommands: [RevenueCommand.self, SubscriptionReportCommand.self])
 }
 
 struct RevenueCommand: AsyncParsableCommand {
@@ -76,6 +76,52 @@ struct RevenueCommand: AsyncParsableCommand {
                   }),
             json: .object(["from": .string(from), "to": .string(to), "timezone": .string(timezone),
                            "groupBy": .array(dimensions.map { .string($0.rawValue) }), "rows": .array(rows.map(\.json))]))
+    }
+}
+
+/// `ledger report subscriptions`: active subscriptions, MRR, first purchases, renewals, refunds and churn per day,
+/// product and currency (the API's `/v1/reports/subscriptions`).
+struct SubscriptionReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "subscriptions",
+        abstract: "Subscriptions per day, product and currency: active, MRR, first purchases, renewals, refunds, churn.")
+
+    @Option(help: "Start, included: \(PeriodBound.grammar), in --timezone.") var from: String
+    @Option(help: "End, included: \(PeriodBound.grammar), in --timezone.") var to: String
+    @Option(help: "IANA time zone that decides which day a period, a refund or an end belongs to.") var timezone = "UTC"
+    @OptionGroup var output: FinanceOutput
+    @OptionGroup var database: DatabaseOptions
+
+    static let columns = [
+        "day", "product", "currency", "active", "mrr", "started", "renewed", "revenue", "refunds", "refunded",
+        "churned_voluntary", "churned_billing", "churned_other",
+    ]
+
+    func run() async throws {
+        let (start, end) = try periodBounds(from, to)
+        let (from, to, timezone) = (from, to, timezone)
+        let rows: [SubscriptionReportRow] = try await database.withLedger { opened in
+            try await opened.finance.subscriptions(from: start, to: end, timeZone: timezone)
+        }
+        func money(_ value: Int64, _ currency: String) -> String { Money(value: value, currency: currency).formatted }
+        let table = Table(
+            ["DAY", "PRODUCT", "CURRENCY", "ACTIVE", "MRR", "STARTED", "RENEWED", "REVENUE", "REFUNDS", "REFUNDED",
+             "CHURNED VOL", "CHURNED BILLING", "CHURNED OTHER"],
+            rows.map { row in
+                [row.day, row.productId, row.currency, String(row.active), money(row.mrr, row.currency), String(row.started),
+                 String(row.renewed), money(row.revenue, row.currency), String(row.refunds), money(row.refunded, row.currency),
+                 String(row.churnedVoluntary), String(row.churnedBilling), String(row.churnedOther)]
+            },
+            numeric: Set(3..<13))
+        try output.show(
+            table: table,
+            csv: (Self.columns.map { ["mrr", "revenue", "refunded"].contains($0) ? $0 + "_minor" : $0 }, rows.map { row in
+                [row.day, row.productId, row.currency] + [
+                    row.active, row.mrr, row.started, row.renewed, row.revenue, row.refunds, row.refunded,
+                    row.churnedVoluntary, row.churnedBilling, row.churnedOther,
+                ].map(String.init)
+            }),
+            json: .object(["from": .string(from), "to": .string(to), "timezone": .string(timezone), "rows": .array(rows.map(\.json))]))
     }
 }
 

@@ -70,6 +70,16 @@ struct SubscriptionAPITests {
             let unknown = try await api.get("/v1/subscriptions/2000000000000000", token: "reader")
             #expect(unknown.status == .notFound && unknown.errorCode == "not_found")
             #expect(try await api.get("/v1/subscriptions/\(id)", token: "writer").status == .forbidden)
+
+            // Finance sees it in the subscription report: active today, its month's price as MRR (4,990 milliunits).
+            let today = String(RFC3339.format(now).prefix(10))
+            let report = try await api.get("/v1/reports/subscriptions?from=\(today)&to=\(today)", token: "finance")
+            #expect(report.status == .ok, "\(report.bodyText)")
+            let rows = report.json["rows"]?.elements ?? []
+            #expect(rows.count == 1 && rows.first?["active"] == 1 && rows.first?["mrr"] == 499, "\(report.bodyText)")
+            #expect(try await api.get("/v1/reports/subscriptions?from=\(today)&to=\(today)", token: "reader").status == .forbidden)
+            let badZone = try await api.get("/v1/reports/subscriptions?from=\(today)&to=\(today)&timezone=Mars/Olympus", token: "finance")
+            #expect(badZone.status == .badRequest && badZone.json["error"]?["details"]?["field"] == "timezone", "\(badZone.bodyText)")
         }
     }
 }
