@@ -65,7 +65,7 @@ struct ReplicaAPITests {
             try await standby.query(PostgresQuery(unsafeSQL: "SELECT pg_wal_replay_\(action)()"), logger: Logger(label: "test"))
         }
 
-        func eventually(_ what: Comment, within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+        func eventually(_ what: Comment, within limit: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
             #expect(try await StreamingStandby.eventually(within: limit, condition), what)
         }
     }

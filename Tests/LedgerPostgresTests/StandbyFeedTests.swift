@@ -71,7 +71,7 @@ struct StandbyFeedTests {
             let feed = EventStore(client: onStandby)
             var read: [Int64] = []
             var standbyHeldEverything = false
-            let deadline = ContinuousClock.now + .seconds(60)
+            let deadline = ContinuousClock.now + .seconds(180)
             while read.count < total, ContinuousClock.now < deadline {
                 let page = try await feed.readAll(after: read.last, limit: 25)
                 read += page.map(\.position)

@@ -28,8 +28,10 @@ public enum StreamingStandby {
         }
     }
 
-    /// Polls `condition` for up to `limit` (a replica catching up, a monitor noticing); false if it never held.
-    public static func eventually(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
+    /// Polls `condition` for up to `limit` (a replica catching up, a monitor noticing); false if it never held. The
+    /// limit is generous: it ends as soon as the condition holds, and under a full suite beside a build a standby's
+    /// replay once took more than 30 s to catch up.
+    public static func eventually(within limit: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + limit
         while try await !condition() {
             guard ContinuousClock.now < deadline else { return false }

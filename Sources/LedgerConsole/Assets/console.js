@@ -367,22 +367,66 @@ function toLocalInput(date) {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
 }
 
+const subscriptionLink = (id) => link("#/subscription/" + encodeURIComponent(id), id);
+
+/** An account: what it is entitled to now (and the signed transaction that proves each), its subscriptions, its
+ *  orders. */
 async function account(accountId, cursor) {
   await attempt("events:read", async (show) => {
     const query = new URLSearchParams({ accountId, limit: "50" });
     if (cursor) query.set("cursor", cursor);
-    const page = (await api("/v1/orders?" + query)).json;
+    const [page, owned] = await Promise.all([
+      api("/v1/orders?" + query).then((answer) => answer.json),
+      api("/v1/accounts/" + encodeURIComponent(accountId) + "/entitlements").then((answer) => answer.json)]);
     const next = page.nextCursor
       ? link("#/account/" + encodeURIComponent(accountId) + "?cursor=" + encodeURIComponent(page.nextCursor), "Next page")
       : null;
+    const entitled = new Set(owned.entitlements.map((e) => e.subscriptionId));
     show(
       el("h1", {}, "Account ", el("span", { id: "account-id" }, accountId)),
+      el("h2", {}, "Entitled now"),
+      owned.entitlements.length
+        ? table(["Product", "State", "Until", "Subscription", "Proved by transaction"], owned.entitlements.map((e) =>
+          [e.productId, el("span", { class: "state" }, e.state), time(e.until), subscriptionLink(e.subscriptionId),
+           e.transaction.transactionId]), { id: "entitlements" })
+        : el("p", { id: "entitlements" }, "Nothing: no subscription entitles this account now."),
+      owned.subscriptions.some((s) => !entitled.has(s.subscriptionId))
+        ? el("p", { id: "lapsed" }, "Also owns: ", owned.subscriptions.filter((s) => !entitled.has(s.subscriptionId))
+          .flatMap((s, i) => [i ? ", " : "", subscriptionLink(s.subscriptionId), " (" + s.state + ")"]))
+        : null,
+      el("h2", {}, "Orders"),
       page.orders.length
         ? table(["Order", "State", "Product", "Amount", "Provider", "Updated"], page.orders.map((o) =>
           [orderLink(o.orderId), el("span", { class: "state" }, o.state), o.productId, money(o.amount), o.provider, time(o.updatedAt)]),
         { id: "orders", numeric: ["Amount"] })
         : el("p", {}, "No orders for this account."),
       next);
+  });
+}
+
+/** A subscription: who owns it, whether it entitles now, what renews, and each period as Apple signed it. */
+async function subscription(subscriptionId) {
+  await attempt("events:read", async (show) => {
+    const sub = (await api("/v1/subscriptions/" + encodeURIComponent(subscriptionId))).json;
+    const entitlement = sub.entitlement, renewal = sub.renewal;
+    const revoked = (r) => r ? r.kind.replaceAll("_", " ") + (r.percentage !== null ? " " + r.percentage / 1000 + " %" : "") + " at " : "";
+    show(
+      el("h1", {}, "Subscription ", el("span", { id: "subscription-id" }, subscriptionId)),
+      el("dl", { id: "subscription-facts", class: "facts" },
+        el("dt", {}, "Account"), el("dd", {}, sub.accountId ? accountLink(sub.accountId) : "nobody yet"),
+        el("dt", {}, "First order"), el("dd", {}, sub.orderId ? orderLink(sub.orderId) : "—"),
+        el("dt", {}, "Now"), el("dd", {}, el("span", { class: "state", id: "subscription-state" }, entitlement.state),
+          entitlement.until ? [" until ", time(entitlement.until)] : null),
+        el("dt", {}, "Renewal"), el("dd", {}, renewal
+          ? [renewal.autoRenew ? "renews" : "does not renew", renewal.renewsTo ? " to " + renewal.renewsTo : "",
+             renewal.inBillingRetry ? "; billing is being retried" : "",
+             renewal.gracePeriodExpiresAt ? ["; grace period until ", time(renewal.gracePeriodExpiresAt)] : null]
+          : "—")),
+      el("h2", {}, "Periods"),
+      table(["Transaction", "Product", "From", "Until", "Price", "Taken back"], sub.transactions.map((t) =>
+        [t.transactionId + (t.familyShared ? " (family)" : ""), t.productId, time(t.purchasedAt), time(t.expiresAt),
+         t.price ? t.price.text : "—", t.revocation ? [revoked(t.revocation), time(t.revocation.at)] : "—"]),
+        { id: "periods", numeric: ["Price"] }));
   });
 }
 
@@ -411,6 +455,7 @@ async function find(q, kind) {
     if (await known("/v1/orders/" + encodeURIComponent(q))) return go("#/order/" + encodeURIComponent(q));
     const tx = await known("/v1/transactions/" + encodeURIComponent(q));
     if (tx) return go("#/order/" + encodeURIComponent(tx.orderId));
+    if (await known("/v1/subscriptions/" + encodeURIComponent(q))) return go("#/subscription/" + encodeURIComponent(q));
     const orders = await known("/v1/orders?" + new URLSearchParams({ accountId: q, limit: "1" }));
     if (orders && orders.orders.length) return go("#/account/" + encodeURIComponent(q));
     show(el("div", { class: "notice", id: "problem" }, "Nothing in the ledger is called ", el("code", {}, q), "."));
@@ -719,6 +764,7 @@ async function route() {
   switch (parts[0]) {
     case "order": return orderStory(parts[1], params.get("asOf"));
     case "account": return account(parts[1], params.get("cursor"));
+    case "subscription": return subscription(parts[1]);
     case "transaction": return transaction(parts[1]);
     case "anomalies": return anomalies(params);
     case "revenue": return revenue(params);
