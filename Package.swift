@@ -59,6 +59,7 @@ let package = Package(
                 .embedInCode("023_subscriptions.sql"),
                 .embedInCode("024_subscription_claims.sql"),
                 .embedInCode("025_subscription_money.sql"),
+                .embedInCode("026_subscription_grants.sql"),
             ]
         ),
         .target(

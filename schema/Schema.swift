@@ -27,5 +27,6 @@ public enum LedgerSchema {
         ("023_subscriptions.sql", String(decoding: PackageResources._23_subscriptions_sql, as: UTF8.self)),
         ("024_subscription_claims.sql", String(decoding: PackageResources._24_subscription_claims_sql, as: UTF8.self)),
         ("025_subscription_money.sql", String(decoding: PackageResources._25_subscription_money_sql, as: UTF8.self)),
+        ("026_subscription_grants.sql", String(decoding: PackageResources._26_subscription_grants_sql, as: UTF8.self)),
     ]
 }

@@ -17,6 +17,7 @@ struct SubscriptionRoutes {
 
     func register(writers: RouterGroup<Context>, readers: RouterGroup<Context>) {
         writers.post("subscriptions/{subscriptionId}/claims", use: claim)
+        writers.post("subscriptions/{subscriptionId}/grants", use: grant)
         readers.get("subscriptions/{subscriptionId}", use: subscription)
         readers.get("accounts/{accountId}/entitlements", use: entitlements)
     }
@@ -28,6 +29,38 @@ struct SubscriptionRoutes {
     /// owns it under `keep` (the refusal is listed for finance). The answer is the subscription as after the claim.
     @Sendable func claim(_ request: Request, context: Context) async throws -> Response {
         let subscriptionId = try context.pathId("subscriptionId")
+        let (accountId, transaction) = try await accountAndSignedTransaction(request)
+        let metadata = EventMetadata(actor: context.actor, requestId: context.requestId)
+        let outcome = try await ledger.claimSubscription(
+            subscriptionId, accountId: accountId, transaction: transaction, policy: transfers, metadata: metadata)
+        let (status, name, subscription, replay): (HTTPResponse.Status, String, Subscription, Bool) = switch outcome {
+        case .claimed(let recorded): (.created, "claimed", recorded.subscription, recorded.append.isReplay)
+        case .transferred(_, let recorded): (.created, "transferred", recorded.subscription, recorded.append.isReplay)
+        case .alreadyOwned(let subscription): (.ok, "already_owned", subscription, false)
+        }
+        var answer: [String: JSONValue] = ["outcome": .string(name), "subscription": subscription.json(at: Date())]
+        if case .transferred(let from, _) = outcome { answer["from"] = .string(from) }
+        if replay { return JSONResponse.make(status: .ok, body: .object(answer), headers: [.idempotentReplay: "true"]) }
+        return JSONResponse.make(status: status, body: .object(answer))
+    }
+
+    /// The backend credited one period to the account that owns the subscription: `{"accountId",
+    /// "signedTransaction"}` (the period's signed transaction, as the app's `Transaction.updates` gives it). 201 with
+    /// the subscription; the same grant again 200 (`Idempotent-Replay`); 409 `already_granted` for a period credited
+    /// before, `account_mismatch` for another account than the owner, `invalid_transition` while nobody owns it.
+    @Sendable func grant(_ request: Request, context: Context) async throws -> Response {
+        let subscriptionId = try context.pathId("subscriptionId")
+        let (accountId, transaction) = try await accountAndSignedTransaction(request)
+        let recorded = try await ledger.grantSubscriptionPeriod(
+            subscriptionId, accountId: accountId, transaction: transaction,
+            metadata: EventMetadata(actor: context.actor, requestId: context.requestId))
+        let body = recorded.subscription.json(at: Date())
+        if recorded.append.isReplay { return JSONResponse.make(status: .ok, body: body, headers: [.idempotentReplay: "true"]) }
+        return JSONResponse.make(status: .created, body: body)
+    }
+
+    /// A claim's or a grant's body: the account, and the signed transaction, verified against the App Store's chain.
+    private func accountAndSignedTransaction(_ request: Request) async throws -> (String, SubscriptionTransaction) {
         let body = try JSONFields(try await JSONResponse.readBody(request), path: "")
         try body.onlyAllowing(["accountId", "signedTransaction"])
         let accountId = try body.required("accountId", body.string)
@@ -43,18 +76,7 @@ struct SubscriptionRoutes {
             throw APIError.invalidRequest(
                 field: "signedTransaction", "signedTransaction is not an auto-renewable subscription's transaction")
         }
-        let metadata = EventMetadata(actor: context.actor, requestId: context.requestId)
-        let outcome = try await ledger.claimSubscription(
-            subscriptionId, accountId: accountId, transaction: transaction, policy: transfers, metadata: metadata)
-        let (status, name, subscription, replay): (HTTPResponse.Status, String, Subscription, Bool) = switch outcome {
-        case .claimed(let recorded): (.created, "claimed", recorded.subscription, recorded.append.isReplay)
-        case .transferred(_, let recorded): (.created, "transferred", recorded.subscription, recorded.append.isReplay)
-        case .alreadyOwned(let subscription): (.ok, "already_owned", subscription, false)
-        }
-        var answer: [String: JSONValue] = ["outcome": .string(name), "subscription": subscription.json(at: Date())]
-        if case .transferred(let from, _) = outcome { answer["from"] = .string(from) }
-        if replay { return JSONResponse.make(status: .ok, body: .object(answer), headers: [.idempotentReplay: "true"]) }
-        return JSONResponse.make(status: status, body: .object(answer))
+        return (accountId, transaction)
     }
 
     /// The subscription: its owner, its entitlement at `asOf` (now by default), its renewal info then, and every
@@ -120,7 +142,12 @@ extension Subscription {
                 ]
             } ?? .null,
             "transactions": .array(
-                transactions.values.sorted { ($0.purchasedAt, $0.transactionId) < ($1.purchasedAt, $1.transactionId) }.map(\.json)),
+                transactions.values.sorted { ($0.purchasedAt, $0.transactionId) < ($1.purchasedAt, $1.transactionId) }
+                    .map { transaction -> JSONValue in
+                        guard case .object(var members) = transaction.json else { return transaction.json }
+                        members["grantedAt"] = .time(grants[transaction.transactionId])
+                        return .object(members)
+                    }),
         ]
     }
 }

@@ -39,6 +39,8 @@ struct SubscriptionTableTests {
         let owned = Subscription.evolve(
             unowned, .linked(orderId: "order-1", accountId: "alice"), stream: id, version: 2, recordedAt: SubscriptionYear.day(1, 1))
         let good = SubscriptionYear.transaction("t50", from: SubscriptionYear.day(2, 1), to: SubscriptionYear.day(3, 1))
+        let granted = Subscription.evolve(
+            owned, .granted(accountId: "alice", transaction: good), stream: id, version: 3, recordedAt: SubscriptionYear.day(2, 1))
         var another = good
         another.originalTransactionId = "2000000999"
         var sandbox = good
@@ -52,6 +54,7 @@ struct SubscriptionTableTests {
             events.append(("any of the provider's", .provider(.renewed, ProviderSaid(signedAt: transaction.signedAt, transaction: transaction))))
             for account in accounts {
                 events.append(("subscription.claimed", .claimed(accountId: account, transaction: transaction)))
+                events.append(("subscription.granted", .granted(accountId: account, transaction: transaction)))
                 for to in accounts {
                     events.append(("subscription.transferred", .transferred(from: account, to: to, transaction: transaction)))
                 }
@@ -63,7 +66,7 @@ struct SubscriptionTableTests {
         }
         var refusals: [String: Set<String>] = [:]
         for (row, event) in events {
-            for subscription in [nil, unowned, owned] {
+            for subscription in [nil, unowned, owned, granted] {
                 for bound in bindings {
                     let refusal = SubscriptionDecider.decide(event, on: subscription, stream: id, bindings: bound)
                     refusals[row, default: []].formUnion(refusal.map { [$0.code] } ?? [])
@@ -75,7 +78,7 @@ struct SubscriptionTableTests {
 
     @Test func eachRowNamesTheRefusalsTheDeciderGives() throws {
         let documented = try Self.documentedRefusals()
-        #expect(documented.count == 4, "rows: \(documented.keys.sorted())")
+        #expect(documented.count == 5, "rows: \(documented.keys.sorted())")
         let decided = try Self.decidedRefusals()
         #expect(documented == decided, "documented \(documented), decided \(decided)")
     }

@@ -138,13 +138,25 @@ struct SubscriptionTests {
         let moved = Subscription.evolve(
             owned, .transferred(from: "alice", to: "carol", transaction: shown), stream: id, version: 3, recordedAt: SubscriptionYear.day(2, 1))
         #expect(moved.accountId == "carol" && moved.orderId == "order-1" && moved.transactions["t02"] == shown)
+
+        // Granted: by the owner, once; never while nobody owns it, nor by another account.
+        let grant = SubscriptionEvent.granted(accountId: "carol", transaction: shown)
+        #expect(SubscriptionDecider.decide(grant, on: subscription, stream: id)?.code == "invalid_transition")
+        #expect(SubscriptionDecider.decide(grant, on: owned, stream: id) == .accountMismatch(owner: "alice", claimant: "carol"))
+        #expect(SubscriptionDecider.decide(grant, on: claimed, stream: id) == nil)
+        let credited = Subscription.evolve(claimed, grant, stream: id, version: 3, recordedAt: SubscriptionYear.day(2, 2))
+        #expect(credited.grants == ["t02": SubscriptionYear.day(2, 2)])
+        #expect(SubscriptionDecider.decide(grant, on: credited, stream: id) == .alreadyGranted(transactionId: "t02"))
     }
 
     /// The projection row's facts read back as the subscription they were written from.
     @Test func theFactsOfTheProjectionRowReadBack() throws {
-        let subscription = try #require(SubscriptionYear.fold(SubscriptionYear.notifications))
+        let first = SubscriptionYear.transaction("t01", from: SubscriptionYear.day(1, 1), to: SubscriptionYear.day(2, 1))
+        let subscription = try #require(SubscriptionYear.fold(
+            SubscriptionYear.notifications + [.claimed(accountId: "alice", transaction: first), .granted(accountId: "alice", transaction: first)]))
+        #expect(subscription.grants.count == 1)
         let read = try Subscription(
-            subscriptionId: subscription.subscriptionId, facts: subscription.factsJSON, accountId: nil, orderId: nil,
+            subscriptionId: subscription.subscriptionId, facts: subscription.factsJSON, accountId: subscription.accountId, orderId: subscription.orderId,
             version: subscription.version, updatedAt: subscription.updatedAt)
         #expect(read == subscription)
     }
@@ -155,6 +167,7 @@ struct SubscriptionTests {
         let events = SubscriptionYear.notifications + [
             .linked(orderId: "order-1", accountId: "alice"), .transferred(from: "alice", to: "bob", transaction: nil),
             .claimed(accountId: "carol", transaction: shown), .transferred(from: "carol", to: "dave", transaction: shown),
+            .granted(accountId: "dave", transaction: shown),
         ]
         for event in events {
             #expect(try SubscriptionEvent(type: event.type.rawValue, data: event.data) == event)
@@ -217,6 +230,6 @@ struct SubscriptionTests {
         #expect(SubscriptionEventType.of(notificationType: "REFUND", subtype: nil) == .refunded)
         #expect(SubscriptionEventType.of(notificationType: "RENEWAL_EXTENSION", subtype: "SUMMARY") == nil)
         #expect(SubscriptionEventType.of(notificationType: "TEST", subtype: nil) == nil)
-        #expect(SubscriptionEventType.allCases.filter { !$0.isProviders } == [.linked, .claimed, .transferred])
+        #expect(SubscriptionEventType.allCases.filter { !$0.isProviders } == [.linked, .claimed, .transferred, .granted])
     }
 }

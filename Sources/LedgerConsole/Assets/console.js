@@ -464,7 +464,8 @@ async function find(q, kind) {
 
 const ANOMALY_KINDS = ["lost_order", "paid_not_granted", "not_finished", "stuck_payment", "finished_before_grant", "late_receipt",
   "refunded_before_grant", "refused_grant", "refunded_at_provider", "amount_mismatch", "unknown_provider_transaction",
-  "consumption_request", "refused_provider_message", "unrecoverable", "unclaimed_purchase", "refused_claim"];
+  "consumption_request", "refused_provider_message", "unrecoverable", "unclaimed_purchase", "refused_claim",
+  "renewal_not_credited", "access_after_expiry"];
 
 async function anomalies(params) {
   await attempt("finance:read", async (show) => {

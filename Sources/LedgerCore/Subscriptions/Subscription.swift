@@ -15,6 +15,8 @@ public struct Subscription: Sendable, Hashable {
     public var renewalInfos: [SubscriptionRenewalInfo]
     /// The notifications recorded (their ids): a notification delivered again changes nothing.
     public var notificationIds: Set<String>
+    /// The periods the backend credited (`subscription.granted`): when, by transaction id.
+    public var grants: [String: Date]
     /// The owner: the account of the order of the first purchase (`subscription.linked`), of a claim while nobody
     /// owned it (`subscription.claimed`), or of a transfer.
     public var accountId: String?
@@ -30,6 +32,7 @@ public struct Subscription: Sendable, Hashable {
         self.transactions = [:]
         self.renewalInfos = []
         self.notificationIds = []
+        self.grants = [:]
         self.version = version
         self.updatedAt = updatedAt
     }
@@ -66,6 +69,10 @@ public struct Subscription: Sendable, Hashable {
         case .claimed(let accountId, let transaction):
             subscription.merge(transaction)
             subscription.accountId = accountId
+        case .granted(_, let transaction):
+            subscription.merge(transaction)
+            // To the millisecond, as every time the facts keep: the row's facts read back as the fold made them.
+            subscription.grants[transaction.transactionId] = EventTime.truncated(recordedAt)
         case .transferred(_, let to, let transaction):
             if let transaction { subscription.merge(transaction) }
             // The order stays the first purchase's (its story points here); the owner is the account it moved to.

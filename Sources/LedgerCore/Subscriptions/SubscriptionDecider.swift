@@ -15,8 +15,10 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
     case alreadyLinked(orderId: String, accountId: String)
     /// Claimed by the account that owns it: nothing to record.
     case alreadyOwned(accountId: String)
-    /// A transfer of a subscription no account owns yet, or to the account that owns it.
-    case invalidTransfer(reason: String)
+    /// A period the backend credited already: each is credited once.
+    case alreadyGranted(transactionId: String)
+    /// A transfer or a grant of a subscription no account owns yet, or a transfer to the account that owns it.
+    case invalidTransition(reason: String)
 
     public var code: String {
         switch self {
@@ -26,7 +28,8 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
         case .accountMismatch: "account_mismatch"
         case .alreadyLinked: "already_linked"
         case .alreadyOwned: "already_owned"
-        case .invalidTransfer: "invalid_transition"
+        case .alreadyGranted: "already_granted"
+        case .invalidTransition: "invalid_transition"
         }
     }
 
@@ -45,7 +48,9 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
             ["orderId": .string(orderId), "accountId": .string(accountId)]
         case .alreadyOwned(let accountId):
             ["accountId": .string(accountId)]
-        case .invalidTransfer:
+        case .alreadyGranted(let transactionId):
+            ["transactionId": .string(transactionId)]
+        case .invalidTransition:
             [:]
         }
     }
@@ -64,7 +69,9 @@ public enum SubscriptionRefusal: Error, Sendable, Hashable {
             "the subscription is already linked to order \(orderId) of account \(accountId)"
         case .alreadyOwned(let accountId):
             "the subscription already belongs to account \(accountId)"
-        case .invalidTransfer(let reason):
+        case .alreadyGranted(let transactionId):
+            "the period of transaction \(transactionId) was credited already"
+        case .invalidTransition(let reason):
             reason
         }
     }
@@ -92,12 +99,21 @@ public enum SubscriptionDecider {
         case .claimed(let accountId, _):
             guard let owner = subscription?.accountId else { return nil }
             return owner == accountId ? .alreadyOwned(accountId: owner) : .accountMismatch(owner: owner, claimant: accountId)
+        case .granted(let accountId, let transaction):
+            guard let owner = subscription?.accountId else {
+                return .invalidTransition(reason: "the subscription has no owner yet: claim it before crediting its periods")
+            }
+            guard owner == accountId else { return .accountMismatch(owner: owner, claimant: accountId) }
+            if subscription?.grants[transaction.transactionId] != nil {
+                return .alreadyGranted(transactionId: transaction.transactionId)
+            }
+            return nil
         case .transferred(let from, let to, _):
             guard let owner = subscription?.accountId else {
-                return .invalidTransfer(reason: "the subscription has no owner yet: it is claimed, not transferred")
+                return .invalidTransition(reason: "the subscription has no owner yet: it is claimed, not transferred")
             }
             guard owner == from else { return .accountMismatch(owner: owner, claimant: from) }
-            guard to != from else { return .invalidTransfer(reason: "the subscription already belongs to account \(to)") }
+            guard to != from else { return .invalidTransition(reason: "the subscription already belongs to account \(to)") }
             return nil
         }
     }

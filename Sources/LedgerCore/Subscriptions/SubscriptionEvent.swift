@@ -3,8 +3,8 @@ import Foundation
 /// The events of a subscription's stream (docs/domain.md, "Subscriptions"). Most say what the provider said — one
 /// type per kind of App Store notification — and carry the signed facts it said it with; the state is made from the
 /// facts alone (`Subscription`), so a notification's type names it for people, and arriving late or twice changes
-/// nothing. Three are the ledger's own: which order and account the subscription belongs to, an account's claim of
-/// it, and a transfer.
+/// nothing. Four are the ledger's own: which order and account the subscription belongs to, an account's claim of
+/// it, a transfer, and the backend's credit of a period.
 public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
     case started = "subscription.started"
     case renewed = "subscription.renewed"
@@ -27,6 +27,8 @@ public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
     /// The ledger's: another account claimed the subscription with one of its signed transactions, and the
     /// operator's transfer policy (`SubscriptionTransferPolicy.transfer`) moved it there.
     case transferred = "subscription.transferred"
+    /// The ledger's: the backend credited one period (a signed transaction of it) to the owner's account.
+    case granted = "subscription.granted"
 
     /// The event an App Store notification (V2) about a subscription records; nil for one that says nothing about a
     /// subscription's state (`TEST`, `CONSUMPTION_REQUEST`, `REFUND_DECLINED`, `ONE_TIME_CHARGE`, a summary).
@@ -50,8 +52,8 @@ public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The types that record what a provider said (all but the ledger's own: `linked`, `claimed`, `transferred`).
-    public var isProviders: Bool { self != .linked && self != .claimed && self != .transferred }
+    /// The types that record what a provider said (all but the ledger's own).
+    public var isProviders: Bool { ![.linked, .claimed, .transferred, .granted].contains(self) }
 }
 
 /// What a provider signed, as one event of the subscription records it: the signed transaction, the signed renewal
@@ -86,6 +88,9 @@ public enum SubscriptionEvent: Sendable, Hashable {
     /// From the account that owned it to another, which showed the signed `transaction`; who asked is in the event's
     /// metadata (`actor`).
     case transferred(from: String, to: String, transaction: SubscriptionTransaction?)
+    /// The period of the signed `transaction` credited to `accountId` (the owner) by the backend, at the event's
+    /// recorded time; who asked is in the metadata.
+    case granted(accountId: String, transaction: SubscriptionTransaction)
 
     public var type: SubscriptionEventType {
         switch self {
@@ -93,6 +98,7 @@ public enum SubscriptionEvent: Sendable, Hashable {
         case .linked: .linked
         case .claimed: .claimed
         case .transferred: .transferred
+        case .granted: .granted
         }
     }
 
@@ -102,6 +108,7 @@ public enum SubscriptionEvent: Sendable, Hashable {
         case .provider(_, let said): said.transaction
         case .claimed(_, let transaction): transaction
         case .transferred(_, _, let transaction): transaction
+        case .granted(_, let transaction): transaction
         case .linked: nil
         }
     }

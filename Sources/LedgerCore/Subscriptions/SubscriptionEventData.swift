@@ -25,6 +25,13 @@ extension SubscriptionEvent {
                 transaction: try fields.required("transaction") { key throws(EventValidationError) in
                     try Self.transaction(fields, key)
                 })
+        case .granted:
+            let fields = try DataFields(data, path: "data", owner: type, allowing: ["accountId", "transaction"], rules: rules)
+            self = .granted(
+                accountId: try fields.required("accountId", fields.id),
+                transaction: try fields.required("transaction") { key throws(EventValidationError) in
+                    try Self.transaction(fields, key)
+                })
         case .transferred:
             let fields = try DataFields(data, path: "data", owner: type, allowing: ["from", "to", "transaction"], rules: rules)
             self = .transferred(
@@ -65,7 +72,7 @@ extension SubscriptionEvent {
         switch self {
         case .linked(let orderId, let accountId):
             return .object(["orderId": .string(orderId), "accountId": .string(accountId)])
-        case .claimed(let accountId, let transaction):
+        case .claimed(let accountId, let transaction), .granted(let accountId, let transaction):
             return .object(["accountId": .string(accountId), "transaction": transaction.json])
         case .transferred(let from, let to, let transaction):
             var members: [String: JSONValue] = ["from": .string(from), "to": .string(to)]

@@ -52,6 +52,22 @@ extension Ledger {
         }
     }
 
+    /// The backend credited the period of `transaction` (verified by the caller against the provider's signature) to
+    /// `accountId`, which must own the subscription (`subscription.granted`). Each period is credited once
+    /// (`already_granted` after); the same grant sent again is a replay. A period credited after it ended is recorded
+    /// all the same, and listed (`access_after_expiry`): the ledger keeps what the backend did.
+    public func grantSubscriptionPeriod(
+        _ subscriptionId: String, accountId: String, transaction: SubscriptionTransaction, metadata: EventMetadata
+    ) async throws -> RecordedSubscription {
+        guard Identifier.isValid(accountId) else {
+            throw LedgerError.invalidEvent(field: "accountId", message: "accountId " + Identifier.rule)
+        }
+        let grant = SubscriptionEvent.granted(accountId: accountId, transaction: transaction)
+        return try await recordSubscription(
+            subscriptionId, event: grant, eventId: Self.claimEventId("granted", subscriptionId, accountId, transaction),
+            metadata: metadata)
+    }
+
     private static func claimEventId(
         _ what: String, _ subscriptionId: String, _ accountId: String, _ transaction: SubscriptionTransaction
     ) -> UUID {

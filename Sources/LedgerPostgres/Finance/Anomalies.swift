@@ -41,6 +41,12 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     /// A claim of a subscription by another account than its owner, refused under the `keep` policy (from the refusal
     /// log): a restore or a login on someone else's account. The order listed is the owner's first purchase's, if any.
     case refusedClaim = "refused_claim"
+    /// A subscription's paid period (a renewal; the first purchase is its order's) that the backend never credited
+    /// (`POST /v1/subscriptions/{id}/grants`), while nothing took it back: Apple renewed, the customer got nothing.
+    case renewalNotCredited = "renewal_not_credited"
+    /// A subscription's period the backend credited after it had ended (expired, refunded or revoked): access given
+    /// past the entitlement.
+    case accessAfterExpiry = "access_after_expiry"
 
     /// A time in a detail's text written as every other time the ledger prints (RFC 3339, UTC, microseconds), not in
     /// PostgreSQL's own `2026-11-25 04:19:42.344671+00`.
@@ -51,12 +57,12 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
     /// How old a case must be before it is reported (`olderThan` overrides it).
     public var defaultThreshold: Duration {
         switch self {
-        case .lostOrder, .paidNotGranted: .seconds(600)
+        case .lostOrder, .paidNotGranted, .renewalNotCredited: .seconds(600)
         case .notFinished: .seconds(3600)
         case .stuckPayment: .seconds(86_400)
         case .finishedBeforeGrant, .lateReceipt, .refundedBeforeGrant, .refusedGrant, .refundedAtProvider,
              .amountMismatch, .unknownProviderTransaction, .consumptionRequest, .refusedProviderMessage, .unrecoverable,
-             .unclaimedPurchase, .refusedClaim: .zero
+             .unclaimedPurchase, .refusedClaim, .accessAfterExpiry: .zero
         }
     }
 
@@ -170,6 +176,29 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                 FROM refusals r LEFT JOIN subscriptions s ON s.subscription_id = r.order_id
                 WHERE r.event_type = 'subscription.claimed' AND r.code = 'account_mismatch'
                   AND r.recorded_at < now() - make_interval(secs => $1)
+                """
+        case .renewalNotCredited:
+            return """
+                SELECT coalesce(s.order_id, ''), s.account_id, 'subscription', t.purchased_at,
+                       'subscription ' || t.subscription_id || ' renewed (transaction ' || t.transaction_id || ', '
+                           || t.product_id || ', until ' || \(Self.rfc3339("t.expires_at")) || '), never credited',
+                       t.transaction_id, t.price_value, t.currency
+                FROM subscription_transactions t JOIN subscriptions s USING (subscription_id)
+                WHERE t.granted_at IS NULL AND t.revoked_at IS NULL AND t.environment = 'production'
+                  AND s.account_id IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM order_transactions o WHERE o.transaction_id = t.transaction_id)
+                  AND t.purchased_at < now() - make_interval(secs => $1)
+                """
+        case .accessAfterExpiry:
+            return """
+                SELECT coalesce(s.order_id, ''), coalesce(s.account_id, ''), 'subscription', t.granted_at,
+                       'subscription ' || t.subscription_id || ': transaction ' || t.transaction_id || ' credited at '
+                           || \(Self.rfc3339("t.granted_at")) || ', after its period ended at '
+                           || \(Self.rfc3339("least(t.expires_at, t.revoked_at)")),
+                       t.transaction_id, t.price_value, t.currency
+                FROM subscription_transactions t JOIN subscriptions s USING (subscription_id)
+                WHERE t.granted_at > least(t.expires_at, t.revoked_at)
+                  AND t.granted_at < now() - make_interval(secs => $1)
                 """
         case .refusedProviderMessage:
             return """

@@ -52,7 +52,7 @@ enum SubscriptionProjection: StreamProjection {
     static func startsStream(firstEventType type: String) -> Bool { true }
 
     static func write(_ subscription: Subscription?, stream id: String, into sql: inout PostgresQuery.StringInterpolation) {
-        let transactions = subscription.map { Array($0.transactions.values) } ?? []
+        let transactions = subscription.map { subscription in subscription.transactions.values.map { ($0, subscription) } } ?? []
         sql.appendLiteral(", projected AS (\n" + SubscriptionRows.upsertSQL + "\nSELECT ")
         sql.appendInterpolation(id)
         sql.appendLiteral(", ")
@@ -85,11 +85,11 @@ enum SubscriptionProjection: StreamProjection {
     }
 
     static func groupWrite(_ subscriptions: [Subscription], into sql: inout PostgresQuery.StringInterpolation) {
-        var owner: [Int] = [], transactions: [SubscriptionTransaction] = []
+        var owner: [Int] = [], transactions: [(transaction: SubscriptionTransaction, of: Subscription)] = []
         for (index, subscription) in subscriptions.enumerated() {
             for transaction in subscription.transactions.values {
                 owner.append(index + 1)
-                transactions.append(transaction)
+                transactions.append((transaction, subscription))
             }
         }
         sql.appendLiteral(", x AS (\nSELECT * FROM unnest(")

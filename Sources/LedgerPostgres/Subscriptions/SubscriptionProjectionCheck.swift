@@ -25,11 +25,12 @@ struct SubscriptionProjectionCheck: Sendable {
         var familyShared: Bool
         var periodsPerYear: Int
         var refundedValue: Int64?
+        var grantedAt: Date?
 
         init(
             subscriptionId: String, productId: String, purchasedAt: Date, expiresAt: Date, revokedAt: Date?,
             environment: String, priceValue: Int64?, currency: String?, familyShared: Bool, periodsPerYear: Int,
-            refundedValue: Int64?
+            refundedValue: Int64?, grantedAt: Date?
         ) {
             self.subscriptionId = subscriptionId
             self.productId = productId
@@ -42,16 +43,18 @@ struct SubscriptionProjectionCheck: Sendable {
             self.familyShared = familyShared
             self.periodsPerYear = periodsPerYear
             self.refundedValue = refundedValue
+            self.grantedAt = grantedAt.map { Timestamp($0).stored }
         }
 
         /// The row a folded subscription's transaction implies.
-        init(_ transaction: SubscriptionTransaction, of subscriptionId: String) {
+        init(_ transaction: SubscriptionTransaction, of subscription: Subscription) {
             self.init(
-                subscriptionId: subscriptionId, productId: transaction.productId, purchasedAt: transaction.purchasedAt,
+                subscriptionId: subscription.subscriptionId, productId: transaction.productId, purchasedAt: transaction.purchasedAt,
                 expiresAt: transaction.expiresAt, revokedAt: transaction.revocation?.at,
                 environment: transaction.environment.rawValue, priceValue: transaction.price?.value,
                 currency: transaction.price?.currency, familyShared: transaction.familyShared,
-                periodsPerYear: transaction.periodsPerYear, refundedValue: transaction.refunded?.value)
+                periodsPerYear: transaction.periodsPerYear, refundedValue: transaction.refunded?.value,
+                grantedAt: subscription.grants[transaction.transactionId])
         }
     }
 
@@ -87,7 +90,7 @@ struct SubscriptionProjectionCheck: Sendable {
         for try await row in try await client.query(
             """
             SELECT transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at, environment,
-                   price_value, currency, family_shared, periods_per_year, refunded_value
+                   price_value, currency, family_shared, periods_per_year, refunded_value, granted_at
             FROM subscription_transactions WHERE subscription_id = ANY(\(ids))
             """, .reads, logger: logger
         ) {
@@ -98,7 +101,7 @@ struct SubscriptionProjectionCheck: Sendable {
                 revokedAt: try columns[5].decode(Date?.self), environment: try columns[6].decode(String.self),
                 priceValue: try columns[7].decode(Int64?.self), currency: try columns[8].decode(String?.self),
                 familyShared: try columns[9].decode(Bool.self), periodsPerYear: try columns[10].decode(Int.self),
-                refundedValue: try columns[11].decode(Int64?.self))
+                refundedValue: try columns[11].decode(Int64?.self), grantedAt: try columns[12].decode(Date?.self))
         }
         var drift: [VerificationReport.Drift] = []
         for subscription in folded {
@@ -109,7 +112,7 @@ struct SubscriptionProjectionCheck: Sendable {
                 drift += ProjectionDrift.differences(
                     table: "subscription_transactions", key: transaction.transactionId,
                     stored: transactions.removeValue(forKey: transaction.transactionId),
-                    folded: TransactionRow(transaction, of: key))
+                    folded: TransactionRow(transaction, of: subscription))
             }
         }
         // Bound to one of these subscriptions, but in none of their folds.

@@ -47,13 +47,13 @@ extension SubscriptionRows {
                         \(subscriptions.map(\.version))::int4[], \(subscriptions.map { Timestamp($0.updatedAt) })::timestamptz[])
                  AS s(id, account, order_id, facts, version, updated_at)
             """, logger: logger)
-        let owned = subscriptions.flatMap { subscription in subscription.transactions.values.map { (subscription.subscriptionId, $0) } }
+        let owned = subscriptions.flatMap { subscription in subscription.transactions.values.map { (transaction: $0, of: subscription) } }
         try await connection.queryToEnd(
             """
             \(unescaped: bindSQL)
             SELECT b.transaction_id, o.subscription_id, \(unescaped: boundValues)
-            FROM unnest(\(transactions: owned.map(\.1))) WITH ORDINALITY AS b(\(unescaped: transactionColumns), n)
-            JOIN unnest(\(owned.map(\.0))::text[]) WITH ORDINALITY AS o(subscription_id, n) USING (n)
+            FROM unnest(\(transactions: owned)) WITH ORDINALITY AS b(\(unescaped: transactionColumns), n)
+            JOIN unnest(\(owned.map(\.of.subscriptionId))::text[]) WITH ORDINALITY AS o(subscription_id, n) USING (n)
             """, logger: logger)
     }
 }

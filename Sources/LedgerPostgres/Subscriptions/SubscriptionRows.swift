@@ -15,20 +15,21 @@ enum SubscriptionRows {
             facts = EXCLUDED.facts, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
         """
 
-    /// The columns of a transaction's binding, as `appendInterpolation(transactions:)` binds them (schema/023, 025).
+    /// The columns of a transaction's binding, as `appendInterpolation(transactions:)` binds them (schema/023, 025,
+    /// 026).
     static let transactionColumns = """
         transaction_id, product_id, purchased_at, expires_at, revoked_at, environment, price_value, currency,
-        family_shared, periods_per_year, refunded_value
+        family_shared, periods_per_year, refunded_value, granted_at
         """
     /// What a binding writes after `transaction_id` and `subscription_id`, from `unnest(…) AS b(transactionColumns)`.
     static let boundValues = """
         b.product_id, b.purchased_at, b.expires_at, b.revoked_at, b.environment, b.price_value, b.currency,
-        b.family_shared, b.periods_per_year, b.refunded_value
+        b.family_shared, b.periods_per_year, b.refunded_value, b.granted_at
         """
     static let bindSQL = """
         INSERT INTO subscription_transactions AS t
             (transaction_id, subscription_id, product_id, purchased_at, expires_at, revoked_at, environment, price_value,
-             currency, family_shared, periods_per_year, refunded_value)
+             currency, family_shared, periods_per_year, refunded_value, granted_at)
         """
     /// A transaction another subscription holds is left as it is, and not returned: the write's check counts.
     static let bindConflictSQL = """
@@ -36,7 +37,7 @@ enum SubscriptionRows {
             purchased_at = EXCLUDED.purchased_at, expires_at = EXCLUDED.expires_at, revoked_at = EXCLUDED.revoked_at,
             environment = EXCLUDED.environment, price_value = EXCLUDED.price_value, currency = EXCLUDED.currency,
             family_shared = EXCLUDED.family_shared, periods_per_year = EXCLUDED.periods_per_year,
-            refunded_value = EXCLUDED.refunded_value
+            refunded_value = EXCLUDED.refunded_value, granted_at = EXCLUDED.granted_at
             WHERE t.subscription_id = EXCLUDED.subscription_id
         """
 
@@ -60,8 +61,10 @@ enum SubscriptionRows {
 }
 
 extension PostgresQuery.StringInterpolation {
-    /// Subscription transactions' bindings, one array per column of `SubscriptionRows.transactionColumns`.
-    mutating func appendInterpolation(transactions: [SubscriptionTransaction]) {
+    /// Subscription transactions' bindings, one array per column of `SubscriptionRows.transactionColumns`: each
+    /// transaction of its subscription, with when the backend credited it.
+    mutating func appendInterpolation(transactions owned: [(transaction: SubscriptionTransaction, of: Subscription)]) {
+        let transactions = owned.map(\.transaction)
         appendInterpolation(transactions.map(\.transactionId))
         appendLiteral("::text[], ")
         appendInterpolation(transactions.map(\.productId))
@@ -83,6 +86,8 @@ extension PostgresQuery.StringInterpolation {
         appendInterpolation(transactions.map(\.periodsPerYear))
         appendLiteral("::int4[], ")
         appendInterpolation(NullableArray(transactions.map { $0.refunded?.value }))
-        appendLiteral("::int8[]")
+        appendLiteral("::int8[], ")
+        appendInterpolation(NullableArray(owned.map { $0.of.grants[$0.transaction.transactionId].map(Timestamp.init) }))
+        appendLiteral("::timestamptz[]")
     }
 }
