@@ -1,12 +1,15 @@
 -- wrk script for the history phase (scripts/bench/wrkload.py): GET /v1/orders/h-<random 1..horders>/history, each
--- connection one client waiting for its answer (closed loop). The token and horders come as arguments. Every
--- request is formatted once, up front: wrk.format per request cost as much CPU as the Python load generator.
+-- connection one client waiting for its answer (closed loop). The token and horders come as arguments; a third
+-- argument, a path with %d for the random number, reads something else the same way (the entitlement look-ups of
+-- scripts/bench/subscriptions.py). Every request is formatted once, up front: wrk.format per request cost as much
+-- CPU as the Python load generator.
 local requests = {}
 
 function init(args)
   wrk.headers["Authorization"] = "Bearer " .. args[1]
+  local path = args[3] or "/v1/orders/h-%d/history"
   for k = 1, tonumber(args[2]) do
-    requests[k] = wrk.format("GET", "/v1/orders/h-" .. k .. "/history")
+    requests[k] = wrk.format("GET", string.format(path, k))
   end
   math.randomseed(os.time())
 end
