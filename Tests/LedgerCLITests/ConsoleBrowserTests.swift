@@ -19,7 +19,6 @@ struct ConsoleBrowserTests {
         /// When the normal order had only its first two events: as-of shows it `payment_queued`.
         var normalQueuedAt = Date()
 
-        static let runningSubscription = "2000000500"
         static let hostileText = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
 
         mutating func record(on ledger: Ledger) async throws {
@@ -53,23 +52,7 @@ struct ConsoleBrowserTests {
             yen.accountId = "acct-frank"
             yen.amount = Money(value: 800, currency: "JPY")
             try await post("order-yen", yen.happyPath)
-            // acct-alice's subscriptions: a year that ended in a refund, and a month running now; each claimed with
-            // one of its signed transactions (the year's notifications name no order of this ledger).
-            for event in SubscriptionYear.notifications {
-                guard case .provider(_, let said) = event, let notificationId = said.notificationId else { continue }
-                _ = try await ledger.recordSubscriptionNotification(
-                    SubscriptionYear.id, event: event, notificationId: notificationId, provider: .appStore, requestId: nil)
-            }
-            let first = SubscriptionYear.transaction("t01", from: SubscriptionYear.day(1, 1), to: SubscriptionYear.day(2, 1))
-            _ = try await ledger.claimSubscription(
-                SubscriptionYear.id, accountId: "acct-alice", transaction: first, policy: .keep, metadata: metadata)
-            let now = Date()
-            let running = SubscriptionTransaction(
-                transactionId: Self.runningSubscription, originalTransactionId: Self.runningSubscription, productId: "pro.monthly",
-                purchasedAt: now.addingTimeInterval(-86_400), expiresAt: now.addingTimeInterval(29 * 86_400),
-                price: Money(value: 499, currency: "USD"), signedAt: now)
-            _ = try await ledger.claimSubscription(
-                Self.runningSubscription, accountId: "acct-alice", transaction: running, policy: .keep, metadata: metadata)
+            try await ConsoleBrowserTests.recordSubscriptions(on: ledger, metadata: metadata)
             hostile.accountId = "acct-eve"
             try await post("order-hostile", [hostile.created, hostile.queued, hostile.receipt,
                                              hostile.submission("verification.failed", [
@@ -196,24 +179,7 @@ struct ConsoleBrowserTests {
         _ = try await browser.element("#orders")
         let orders = try await browser.run("return [...document.querySelectorAll('#orders tbody tr')].map(r => r.cells[0].textContent).sort()")
         #expect(orders == ["order-lost", "order-normal"])
-        // Its entitlements: the month running now, proved by its signed transaction; the year, refunded, beside it.
-        let entitled = try await browser.run("return [...document.querySelectorAll('#entitlements tbody tr')].map(r => r.cells[0].textContent + ' ' + r.cells[1].textContent)")
-        #expect(entitled == ["pro.monthly active"])
-        #expect(try await browser.text("#lapsed").contains("\(SubscriptionYear.id) (refunded)"))
-        try await browser.click("#entitlements tbody tr a")
-        try await browser.waitUntil("document.getElementById('subscription-id')?.textContent === '\(Scenario.runningSubscription)'")
-        #expect(try await browser.text("#subscription-state") == "active")
-        #expect(try await browser.text("#periods").contains("4.99 USD"))
-        // A subscription id found by the search box: each period as Apple signed it, money as money, the refund's part.
-        try await search(browser, SubscriptionYear.id)
-        try await browser.waitUntil("document.getElementById('subscription-id')?.textContent === '\(SubscriptionYear.id)'")
-        #expect(try await browser.text("#subscription-state") == "refunded")
-        #expect(try await browser.run("return document.querySelectorAll('#periods tbody tr').length") == .int(11))
-        let refundedPeriod = try await browser.run("return [...document.querySelectorAll('#periods tbody tr')].map(r => r.textContent).find(t => t.startsWith('t11'))")
-        guard case .string(let refundRow) = refundedPeriod else { throw ConsoleWalkFailed.missing("the refunded period") }
-        #expect(refundRow.contains("9.99 USD") && refundRow.contains("refund prorated 50 %"), "\(refundRow)")
-        #expect(try await browser.text("#subscription-facts").contains("acct-alice"))
-        try await expectFitsAPhone(browser, "subscription-phone")
+        try await walkSubscriptions(browser)
 
         // The refused account switch is shown with its order; the late receipt's flag too.
         try await search(browser, "order-switched")
@@ -419,8 +385,4 @@ struct ConsoleBrowserTests {
         try await browser.type(text, into: "#q")
         try await browser.click("#search button")
     }
-}
-
-enum ConsoleWalkFailed: Error {
-    case missing(String)
 }

@@ -18,20 +18,15 @@ extension SubscriptionEvent {
         case .linked:
             let fields = try DataFields(data, path: "data", owner: type, allowing: ["orderId", "accountId"], rules: rules)
             self = .linked(orderId: try fields.required("orderId", fields.id), accountId: try fields.required("accountId", fields.id))
-        case .claimed:
+        case .claimed, .granted:
             let fields = try DataFields(data, path: "data", owner: type, allowing: ["accountId", "transaction"], rules: rules)
-            self = .claimed(
-                accountId: try fields.required("accountId", fields.id),
-                transaction: try fields.required("transaction") { key throws(EventValidationError) in
-                    try Self.transaction(fields, key)
-                })
-        case .granted:
-            let fields = try DataFields(data, path: "data", owner: type, allowing: ["accountId", "transaction"], rules: rules)
-            self = .granted(
-                accountId: try fields.required("accountId", fields.id),
-                transaction: try fields.required("transaction") { key throws(EventValidationError) in
-                    try Self.transaction(fields, key)
-                })
+            let accountId = try fields.required("accountId", fields.id)
+            let transaction = try fields.required("transaction") { key throws(EventValidationError) in
+                try Self.transaction(fields, key)
+            }
+            self = eventType == .claimed
+                ? .claimed(accountId: accountId, transaction: transaction)
+                : .granted(accountId: accountId, transaction: transaction)
         case .transferred:
             let fields = try DataFields(data, path: "data", owner: type, allowing: ["from", "to", "transaction"], rules: rules)
             self = .transferred(
