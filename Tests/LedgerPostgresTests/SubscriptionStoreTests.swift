@@ -193,3 +193,55 @@ struct SubscriptionReportTests {
         }
     }
 }
+
+/// Claims and grants race on one subscription: 16 accounts claim it at once while nobody owns it, then 16 grants of
+/// one period by its owner at once. One claim wins, every other is refused and listed; one grant is recorded, the rest
+/// are replays or `already_granted`; `ledger verify` passes.
+@Suite("Subscriptions in the store: concurrent claims and grants on one subscription")
+struct ConcurrentClaimTests {
+    @Test func sixteenClaimsMakeOneOwnerAndSixteenGrantsOneCredit() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            let ledger = database.ledger
+            let first = SubscriptionYear.transaction("t01", from: SubscriptionYear.day(1, 1), to: SubscriptionYear.day(2, 1))
+            let metadata = EventMetadata(actor: "race")
+            let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+                for account in 0..<16 {
+                    group.addTask {
+                        do {
+                            let outcome = try await ledger.claimSubscription(
+                                SubscriptionYear.id, accountId: "acct-\(account)", transaction: first, policy: .keep,
+                                metadata: metadata)
+                            if case .claimed = outcome { return "claimed" }
+                            return "other"
+                        } catch let refusal as SubscriptionRefusal { return refusal.code }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == "claimed" }.count == 1, "\(outcomes)")
+            #expect(outcomes.filter { $0 == "account_mismatch" }.count == 15, "\(outcomes)")
+            let owner = try #require(try await ledger.subscription(SubscriptionYear.id)?.accountId)
+            let refused = try await database.finance.anomalies(kinds: [.refusedClaim], olderThan: .zero, limit: 100)
+            #expect(refused.anomalies.count == 15)
+
+            let grants = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        do {
+                            let recorded = try await ledger.grantSubscriptionPeriod(
+                                SubscriptionYear.id, accountId: owner, transaction: first, metadata: metadata)
+                            return recorded.append.isReplay ? "replay" : "granted"
+                        } catch let refusal as SubscriptionRefusal { return refusal.code }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(grants.filter { $0 == "granted" }.count == 1, "\(grants)")
+            #expect(grants.allSatisfy { ["granted", "replay", "already_granted"].contains($0) }, "\(grants)")
+            #expect(try await ledger.subscription(SubscriptionYear.id)?.grants.count == 1)
+            let report = try await database.operations.verify()
+            #expect(report.passed, "\(report.drift)")
+        }
+    }
+}
