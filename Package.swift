@@ -60,6 +60,8 @@ let package = Package(
                 .embedInCode("024_subscription_claims.sql"),
                 .embedInCode("025_subscription_money.sql"),
                 .embedInCode("026_subscription_grants.sql"),
+                .embedInCode("027_subscription_questions.sql"),
+                .embedInCode("028_consumption_answers.sql"),
             ]
         ),
         .target(

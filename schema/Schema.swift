@@ -28,5 +28,7 @@ public enum LedgerSchema {
         ("024_subscription_claims.sql", String(decoding: PackageResources._24_subscription_claims_sql, as: UTF8.self)),
         ("025_subscription_money.sql", String(decoding: PackageResources._25_subscription_money_sql, as: UTF8.self)),
         ("026_subscription_grants.sql", String(decoding: PackageResources._26_subscription_grants_sql, as: UTF8.self)),
+        ("027_subscription_questions.sql", String(decoding: PackageResources._27_subscription_questions_sql, as: UTF8.self)),
+        ("028_consumption_answers.sql", String(decoding: PackageResources._28_consumption_answers_sql, as: UTF8.self)),
     ]
 }

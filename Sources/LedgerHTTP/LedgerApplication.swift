@@ -46,7 +46,8 @@ public enum LedgerApplication {
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
         EvidenceRoutes(reads: reads).register(readers: readers)
-        SubscriptionRoutes(ledger: ledger, appStore: providers.appStore, transfers: subscriptionTransfers)
+        SubscriptionRoutes(
+            ledger: ledger, recovery: database.recovery, appStore: providers.appStore, transfers: subscriptionTransfers)
             .register(writers: writers, readers: readers)
         let finance = router.group("v1").add(middleware: RequireScope(scope: .financeRead, tokens: tokens))
         FinanceRoutes(finance: database.finance).register(finance: finance)

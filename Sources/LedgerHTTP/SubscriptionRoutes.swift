@@ -10,6 +10,8 @@ import LedgerProviders
 struct SubscriptionRoutes {
     typealias Context = LedgerRequestContext
     let ledger: Ledger
+    /// Where the recovery schedule's question about a subscription stands (`recovery` in its answer).
+    let recovery: RecoverySchedule
     /// Verifies the signed transaction a claim shows; nil when the App Store is not configured (a claim is a 501).
     let appStore: AppStoreJWSVerifier?
     /// What a claim by another account than the owner does (`serve --subscription-transfer`).
@@ -79,8 +81,9 @@ struct SubscriptionRoutes {
         return (accountId, transaction)
     }
 
-    /// The subscription: its owner, its entitlement at `asOf` (now by default), its renewal info then, and every
-    /// transaction (the first purchase and each renewal) as last signed, the earliest first.
+    /// The subscription: its owner, its entitlement at `asOf` (now by default), its renewal info then, every
+    /// transaction (the first purchase and each renewal) as last signed, the earliest first; and, once the ledger has
+    /// asked Apple about it, where that question stands now (`recovery`).
     @Sendable func subscription(_ request: Request, context: Context) async throws -> Response {
         let subscriptionId = try context.pathId("subscriptionId")
         let query = QueryParameters(request)
@@ -89,7 +92,15 @@ struct SubscriptionRoutes {
         guard let subscription = try await ledger.subscription(subscriptionId) else {
             throw APIError.notFound("subscription \(subscriptionId) has never been seen by the ledger")
         }
-        return JSONResponse.make(status: .ok, body: subscription.json(at: moment))
+        guard let question = try await recovery.subscriptionQuestion(subscriptionId),
+              case .object(var members) = subscription.json(at: moment)
+        else { return JSONResponse.make(status: .ok, body: subscription.json(at: moment)) }
+        members["recovery"] = [
+            "periodEndsAt": .time(question.periodEndsAt), "attempts": .int(Int64(question.attempts)),
+            "lastAskedAt": .time(question.lastAskedAt), "lastOutcome": .text(question.lastOutcome?.rawValue),
+            "said": .text(question.lastSaid), "nextAskAt": .time(question.nextAskAt),
+        ]
+        return JSONResponse.make(status: .ok, body: .object(members))
     }
 
     /// Each product the account is entitled to at `asOf` (now by default), until when, and the signed transaction

@@ -101,7 +101,8 @@ public struct AppStoreServerAPI: Sendable {
             }
             let (status, body) = (answer.status, answer.body)
             switch status {
-            case 200:
+            case 200, 202:
+                // 202: Send Consumption Information's "accepted".
                 return .found(body)
             case 400, 404:
                 // Apple's error codes say which refusals are for good (ask no more), which are its to lift later.

@@ -9,11 +9,17 @@ public struct ProviderClients: Sendable {
     public var appStore: AppStoreServerAPI?
     public var alipay: AlipayGateway?
     public var wechatPay: WeChatPayAPI?
+    /// How Apple's `CONSUMPTION_REQUEST` is answered through `appStore`; nil (the default): never.
+    public var consumptionAnswers: ConsumptionAnswerPolicy?
 
-    public init(appStore: AppStoreServerAPI? = nil, alipay: AlipayGateway? = nil, wechatPay: WeChatPayAPI? = nil) {
+    public init(
+        appStore: AppStoreServerAPI? = nil, alipay: AlipayGateway? = nil, wechatPay: WeChatPayAPI? = nil,
+        consumptionAnswers: ConsumptionAnswerPolicy? = nil
+    ) {
         self.appStore = appStore
         self.alipay = alipay
         self.wechatPay = wechatPay
+        self.consumptionAnswers = consumptionAnswers
     }
 
     /// The clients of the file at `path` (`--providers-config` / `LEDGER_PROVIDERS_CONFIG`); relative paths in it are
@@ -30,7 +36,8 @@ public struct ProviderClients: Sendable {
         ProviderClients(
             appStore: try appStoreServerAPI(configuration, baseDirectory: baseDirectory),
             alipay: try alipayGateway(configuration, baseDirectory: baseDirectory),
-            wechatPay: try weChatPayAPI(configuration, baseDirectory: baseDirectory))
+            wechatPay: try weChatPayAPI(configuration, baseDirectory: baseDirectory),
+            consumptionAnswers: configuration.appStore?.consumptionAnswers.map(ConsumptionAnswerPolicy.init))
     }
 
     static func weChatPayAPI(_ configuration: ProviderConfiguration, baseDirectory: URL)

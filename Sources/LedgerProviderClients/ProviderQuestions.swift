@@ -52,6 +52,10 @@ public struct ProviderQuestions: Sendable {
         return (api, verifier)
     }
 
+    /// How Apple's `CONSUMPTION_REQUEST` is answered, when the providers file says to (and the App Store can be
+    /// asked); nil: never.
+    public var consumptionAnswers: ConsumptionAnswerPolicy? { appStore == nil ? nil : clients.consumptionAnswers }
+
     public func ask(about order: Order, now: Date) async -> ProviderAnswer {
         switch order.provider {
         case .appStore: await askAppStore(about: order, now: now)

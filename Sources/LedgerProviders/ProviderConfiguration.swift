@@ -19,6 +19,21 @@ public struct ProviderConfiguration: Decodable, Sendable, CustomStringConvertibl
         public var signedDateToleranceSeconds: Double?
         /// The App Store Server API, for asking Apple about a transaction (`ledger recover`); none: never asked.
         public var serverAPI: ServerAPI?
+        /// Answering Apple's `CONSUMPTION_REQUEST` through the Server API; none (the default): never answered.
+        public var consumptionAnswers: ConsumptionAnswers?
+    }
+
+    /// How the ledger answers Apple's `CONSUMPTION_REQUEST` (a customer asked Apple for a refund, and Apple asks what
+    /// the developer knows) with Send Consumption Information: whether the purchase was delivered, from the ledger.
+    /// Apple takes such data only with the customer's consent, which the operator's own terms must obtain: the
+    /// section says so (`customerConsented` must be true), and leaving it out never answers.
+    public struct ConsumptionAnswers: Decodable, Sendable {
+        public var customerConsented: Bool
+        /// Whether the app offers a free sample, trial or description of what is sold before a purchase.
+        public var sampleContentProvided: Bool
+        /// `none` (the default: no preference, Apple decides from the delivery) or `declineWhenDelivered` (decline a
+        /// refund of what the ledger shows delivered, grant it in full otherwise).
+        public var refundPreference: String?
     }
 
     /// The In-App Purchase key Apple issued for the App Store Server API, and where to reach it. `bundleId` may be

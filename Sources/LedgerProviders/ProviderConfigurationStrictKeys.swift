@@ -45,7 +45,9 @@ extension ProviderConfiguration {
 }
 
 extension ProviderConfiguration.AppStore {
-    enum CodingKeys: String, CodingKey, CaseIterable { case trustedRoots, apps, signedDateToleranceSeconds, serverAPI }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case trustedRoots, apps, signedDateToleranceSeconds, serverAPI, consumptionAnswers
+    }
 
     public init(from decoder: any Decoder) throws {
         try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
@@ -61,6 +63,34 @@ extension ProviderConfiguration.AppStore {
                 forKey: .signedDateToleranceSeconds, in: container, debugDescription: "must be 0...86400 seconds")
         }
         serverAPI = try container.decodeIfPresent(ProviderConfiguration.ServerAPI.self, forKey: .serverAPI)
+        consumptionAnswers = try container.decodeIfPresent(ProviderConfiguration.ConsumptionAnswers.self, forKey: .consumptionAnswers)
+        if consumptionAnswers != nil, serverAPI == nil {
+            throw DecodingError.dataCorruptedError(
+                forKey: .consumptionAnswers, in: container, debugDescription: "needs serverAPI: answers are sent through it")
+        }
+    }
+}
+
+extension ProviderConfiguration.ConsumptionAnswers {
+    enum CodingKeys: String, CodingKey, CaseIterable { case customerConsented, sampleContentProvided, refundPreference }
+    public static let refundPreferences = ["none", "declineWhenDelivered"]
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.refuseUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        customerConsented = try container.decode(Bool.self, forKey: .customerConsented)
+        guard customerConsented else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .customerConsented, in: container,
+                debugDescription: "must be true: Apple takes consumption data only with the customer's consent (leave consumptionAnswers out to never answer)")
+        }
+        sampleContentProvided = try container.decode(Bool.self, forKey: .sampleContentProvided)
+        refundPreference = try container.decodeIfPresent(String.self, forKey: .refundPreference)
+        if let preference = refundPreference, !Self.refundPreferences.contains(preference) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .refundPreference, in: container,
+                debugDescription: "must be one of \(Self.refundPreferences.joined(separator: ", "))")
+        }
     }
 }
 

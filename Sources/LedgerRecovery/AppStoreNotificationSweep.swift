@@ -16,7 +16,8 @@ import Logging
 /// 2. verify each `signedPayload` (`AppStoreJWSVerifier.verifyNotification`): one that fails is logged as a
 ///    security event, counted `unverified`, and nothing of it is recorded;
 /// 3. record each verified notification exactly as `POST /v1/providers/app-store/notifications` does
-///    (`notification.message` → `Ledger.recordProviderMessage`): matched by transaction id, then `appAccountToken`,
+///    (`notification.message` → `Ledger.recordProviderMessage`, and a subscription's event,
+///    `Ledger.recordSubscriptionNotification`): matched by transaction id, then `appAccountToken`,
 ///    idempotent by `notificationUUID`, so a notification swept twice, or swept and then delivered by Apple's own
 ///    retry, is recorded once;
 /// 4. keep the place the next page starts at (`RecoverySchedule.keepSweepPlace`), then ask for it: a window of more
@@ -140,6 +141,13 @@ public struct AppStoreNotificationSweep: Sendable {
         guard let message = notification.message else {
             report.ignored += 1
             return
+        }
+        // An auto-renewable subscription's notification is also its subscription's event, as when Apple delivers it
+        // (`POST /v1/providers/app-store/notifications`): a swept `DID_RENEW` is the renewal the ledger missed.
+        if let about = notification.subscriptionEvent {
+            _ = try await database.ledger.recordSubscriptionNotification(
+                about.subscriptionId, event: about.event, notificationId: notification.notificationUUID, provider: .appStore,
+                requestId: nil)
         }
         do {
             switch try await database.ledger.recordProviderMessage(message) {

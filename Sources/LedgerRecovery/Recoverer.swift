@@ -31,7 +31,7 @@ public struct Recoverer: Sendable {
     let appStoreSweeps: [AppStoreNotificationSweep]
     private let configurationSaid = Said()
     /// Until when each provider asked not to be asked again (Apple's 429 `Retry-After`): its lane waits meanwhile.
-    private let pauses = ProviderPauses()
+    let pauses = ProviderPauses()
     /// People's questions to each provider, at most `RecoveryPlan.personAsksPerSecond` a second from this node.
     let personAsks = PersonAsks(perSecond: RecoveryPlan.personAsksPerSecond)
 
@@ -63,14 +63,23 @@ public struct Recoverer: Sendable {
     /// then asks about every due order until none is due. Each provider has a lane of its own, and the lanes run at
     /// once: a provider that hangs or refuses delays only its own orders (40 hanging Apple questions had held Alipay's
     /// and WeChat Pay's back 85 s, batches mixing providers and waiting for their slowest). In a lane, `batch` orders
-    /// are asked together, at most `maximumBatches` times. Returns what each attempt came to.
+    /// are asked together, at most `maximumBatches` times. The App Store's lane then asks about the subscriptions
+    /// whose renewal went unheard (`askAboutSubscriptions`) and answers Apple's consumption requests
+    /// (`answerConsumptionRequests`, when the operator's policy says to). Returns what each order's attempt came to.
     public func runRound(batch: Int = 16, maximumBatches: Int = 64) async throws -> [RecoveryReport] {
         try await sweepIfDue()
         let entered = try await database.recovery.enrol(now: clock(), plan: plan, providers: providers)
         if entered > 0 { logger.info("recovery: \(entered) order(s) entered the schedule") }
         return try await withThrowingTaskGroup(of: [RecoveryReport].self) { lanes in
             for provider in providers {
-                lanes.addTask { try await self.runLane(of: provider, batch: batch, maximumBatches: maximumBatches) }
+                lanes.addTask {
+                    let reports = try await self.runLane(of: provider, batch: batch, maximumBatches: maximumBatches)
+                    if provider == .appStore {
+                        try await self.askAboutSubscriptions(batch: batch, maximumBatches: maximumBatches)
+                        try await self.answerConsumptionRequests(batch: batch)
+                    }
+                    return reports
+                }
             }
             var reports: [RecoveryReport] = []
             for try await lane in lanes { reports += lane }
@@ -294,7 +303,7 @@ extension Duration {
 }
 
 /// Until when each provider asked not to be asked again, in this process.
-private final class ProviderPauses: Sendable {
+final class ProviderPauses: Sendable {
     private let until = Mutex<[Provider: Date]>([:])
 
     func pause(_ provider: Provider, until date: Date) {

@@ -44,6 +44,39 @@ struct ProviderClientsConfigurationTests {
         }
     }
 
+    /// Consumption answers: off unless the section says so, and only with the customers' consent stated.
+    @Test func consumptionAnswersAreOffByDefaultAndNeedConsentAndAKnownPreference() throws {
+        let serverAPI = #"{"keyId": "K", "issuerId": "I", "privateKeyPath": "k.p8"}"#
+        let key = ["k.p8": FakeAppStoreServerAPI().privateKeyPEM]
+        func with(_ answers: String) -> String {
+            #"{"appStore": {"trustedRoots": [{"pem": "x"}], "apps": [{"bundleId": "com.example.a", "environments": ["Sandbox"]}], "serverAPI": \#(serverAPI), "consumptionAnswers": \#(answers)}}"#
+        }
+        #expect(try load(Self.appStore(serverAPI), files: key).consumptionAnswers == nil)
+        let policy = try load(with(#"{"customerConsented": true, "sampleContentProvided": true, "refundPreference": "declineWhenDelivered"}"#), files: key)
+        #expect(policy.consumptionAnswers == ConsumptionAnswerPolicy(sampleContentProvided: true, refundPreference: .declineWhenDelivered))
+        for refused in [
+            #"{"customerConsented": false, "sampleContentProvided": true}"#,
+            #"{"customerConsented": true, "sampleContentProvided": true, "refundPreference": "grant"}"#,
+            #"{"customerConsented": true}"#,
+        ] {
+            do {
+                _ = try load(with(refused), files: key)
+                Issue.record("loaded: \(refused)")
+            } catch {
+                #expect("\(error)".contains("consumptionAnswers"), "\(error)")
+            }
+        }
+    }
+
+    /// examples/providers.json, every key of the file, loads: every client, and the consumption policy it states.
+    @Test func theExampleProvidersFileLoadsEveryClient() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("examples/providers.json")
+        let clients = try ProviderClients.load(configurationFile: file.path)
+        #expect(clients.appStore != nil && clients.alipay != nil && clients.wechatPay != nil)
+        #expect(clients.consumptionAnswers == ConsumptionAnswerPolicy(sampleContentProvided: false, refundPreference: .none))
+    }
+
     @Test func twoAppsNeedTheBundleIdSaid() {
         let apps = #"[{"bundleId": "a", "environments": ["Sandbox"]}, {"bundleId": "b", "environments": ["Sandbox"]}]"#
         do {

@@ -14,7 +14,9 @@ import Synchronization
 /// It also answers the lists, each behind the same token check: Get Transaction History v2 (a history held per
 /// transaction id, `pageSize` a page, `revision` the next page's token), Get Notification History (notifications held
 /// with their date; `startDate` inclusive, `endDate` exclusive, `onlyFailures`; `paginationToken` tied to the window
-/// it was given for, as Apple's is) and Look Up Order ID (status 0 with the order's transactions, 1 otherwise).
+/// it was given for, as Apple's is), Look Up Order ID (status 0 with the order's transactions, 1 otherwise), Get
+/// All Subscription Statuses (the items held for the transaction id asked) and Send Consumption Information (v2, its
+/// body checked field by field).
 /// Pages are `pageSize` long (Apple's are 20), so a test with a handful of items crosses pages.
 public final class FakeAppStoreServerAPI: Sendable {
     public struct Expected: Sendable {
@@ -33,6 +35,10 @@ public final class FakeAppStoreServerAPI: Sendable {
         var histories: [String: [String: [String]]] = ["production": [:], "sandbox": [:]]
         var notifications: [String: [HeldNotification]] = ["production": [], "sandbox": []]
         var orders: [String: [String]] = [:]
+        var statuses: [String: [String: [JSONValue]]] = ["production": [:], "sandbox": [:]]
+        /// The transactions each environment knows for Send Consumption Information, and the answers it accepted.
+        var consumable: [String: Set<String>] = ["production": [], "sandbox": []]
+        var consumptionAnswers: [(environment: String, transactionId: String, body: JSONValue)] = []
         var notificationRequests: [(environment: String, body: JSONValue)] = []
         var rateLimited = 0
         var retryAfterSeconds: Double = 2
@@ -77,6 +83,35 @@ public final class FakeAppStoreServerAPI: Sendable {
     /// Holds a notification Apple sent, or tried to send (`failed`), at `date`, in `environment`'s history.
     public func holdNotification(_ signedPayload: String, sentAt date: Date, failed: Bool = true, in environment: String = "production") {
         state.withLock { $0.notifications[environment, default: []].append(HeldNotification(signedPayload: signedPayload, date: date, failed: failed)) }
+    }
+
+    /// Holds `environment`'s answer to Get All Subscription Statuses about `transactionId`: the last transaction of
+    /// one subscription (`status` 1 active … 5 revoked), with its renewal info, each as signed. A second call for the
+    /// same subscription replaces its item.
+    public func holdStatus(
+        of originalTransactionId: String, status: Int64, signedTransaction: String, signedRenewalInfo: String,
+        for transactionId: String, in environment: String = "production"
+    ) {
+        let item: JSONValue = [
+            "originalTransactionId": .string(originalTransactionId), "status": .int(status),
+            "signedTransactionInfo": .string(signedTransaction), "signedRenewalInfo": .string(signedRenewalInfo),
+        ]
+        state.withLock { state in
+            var items = state.statuses[environment, default: [:]][transactionId] ?? []
+            items.removeAll { $0["originalTransactionId"] == .string(originalTransactionId) }
+            items.append(item)
+            state.statuses[environment, default: [:]][transactionId] = items
+        }
+    }
+
+    /// Lets `environment` take consumption information about `transactionId` (others are 4040010).
+    public func knowConsumable(_ transactionId: String, in environment: String = "production") {
+        state.withLock { _ = $0.consumable[environment, default: []].insert(transactionId) }
+    }
+
+    /// The consumption answers accepted (202), in order: environment, transaction id, body.
+    public var consumptionAnswers: [(environment: String, transactionId: String, body: JSONValue)] {
+        state.withLock { $0.consumptionAnswers }
     }
 
     /// Holds the transactions of `orderId` for Look Up Order ID (Production: Apple has no Sandbox lookup).
@@ -143,6 +178,24 @@ public final class FakeAppStoreServerAPI: Sendable {
             record(environment, response, request)
             return response
         }
+        router.get("{environment}/inApps/v1/subscriptions/{transactionId}") { [self] request, context in
+            let environment = context.parameters.get("environment") ?? ""
+            let response = gate(request.headers[.authorization]) ?? statuses(
+                environment: environment, transactionId: context.parameters.get("transactionId") ?? "",
+                filter: request.uri.queryParameters.getAll("status"))
+            record(environment, response, request)
+            return response
+        }
+        router.put("{environment}/inApps/v2/transactions/consumption/{transactionId}") { [self] request, context in
+            let environment = context.parameters.get("environment") ?? ""
+            let transactionId = context.parameters.get("transactionId") ?? ""
+            let bytes = try await request.body.collect(upTo: 1 << 16)
+            let response = gate(request.headers[.authorization]) ?? consumption(
+                environment: environment, transactionId: transactionId, contentType: request.headers[.contentType],
+                body: try? JSONValue(parsing: bytes.readableBytesView))
+            record(environment, response, request)
+            return response
+        }
         router.get("{environment}/inApps/v1/lookup/{orderId}") { [self] request, context in
             let environment = context.parameters.get("environment") ?? ""
             let orderId = context.parameters.get("orderId") ?? ""
@@ -195,6 +248,74 @@ public final class FakeAppStoreServerAPI: Sendable {
             return Self.json(error.status, ["errorCode": .int(error.code), "errorMessage": "As told."])
         }
         return nil
+    }
+
+    /// Get All Subscription Statuses: Apple's `StatusResponse`, one subscription group holding every item held for
+    /// the transaction; `status` (repeatable, 1…5) filters them, any other value is refused (4000112, as Apple's
+    /// "invalid status"). An id that is not digits is refused (4000006); one not held is 4040010.
+    private func statuses(environment: String, transactionId: String, filter: [Substring]) -> Response {
+        guard !transactionId.isEmpty, transactionId.allSatisfy(\.isASCII), transactionId.allSatisfy(\.isNumber) else {
+            return Self.json(.badRequest, ["errorCode": 4_000_006, "errorMessage": "Invalid transaction id."])
+        }
+        var wanted: Set<Int64> = []
+        for value in filter {
+            guard let status = Int64(value), (1...5).contains(status) else {
+                return Self.json(.badRequest, ["errorCode": 4_000_112, "errorMessage": "Invalid request. The status parameter is invalid."])
+            }
+            wanted.insert(status)
+        }
+        guard let items = state.withLock({ $0.statuses[environment]?[transactionId] }) else {
+            return Self.json(.notFound, ["errorCode": 4_040_010, "errorMessage": "Transaction id not found."])
+        }
+        let shown = items.filter { item in
+            guard !wanted.isEmpty, case .int(let status)? = item["status"] else { return true }
+            return wanted.contains(status)
+        }
+        return Self.json(.ok, [
+            "environment": environment == "sandbox" ? "Sandbox" : "Production", "bundleId": .string(expected.bundleId),
+            "appAppleId": .int(ProviderTestKit.appAppleId),
+            "data": [["subscriptionGroupIdentifier": "21000001", "lastTransactions": .array(shown)]],
+        ])
+    }
+
+    /// Send Consumption Information (v2), by Apple's documented rules: a JSON object of `customerConsented` (true,
+    /// else 4000035), `sampleContentProvided` (a Boolean, else 4000041), `deliveryStatus` (one of Apple's five, else
+    /// 4000036), and optionally `refundPreference` (`DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`) and
+    /// `consumptionPercentage` (0…100,000; 0 unless `DELIVERED`); any other member is refused. 202 when taken.
+    private func consumption(environment: String, transactionId: String, contentType: String?, body: JSONValue?) -> Response {
+        func bad(_ code: Int64, _ message: String) -> Response {
+            Self.json(.badRequest, ["errorCode": .int(code), "errorMessage": .string(message)])
+        }
+        guard contentType?.hasPrefix("application/json") == true, case .object(let members)? = body else {
+            return bad(4_000_000, "Invalid request. The body is not a JSON object.")
+        }
+        let allowed: Set<String> = ["customerConsented", "sampleContentProvided", "deliveryStatus", "refundPreference", "consumptionPercentage"]
+        if let unknown = members.keys.first(where: { !allowed.contains($0) }) {
+            return bad(4_000_000, "Invalid request. Unknown field \(unknown).")
+        }
+        guard members["customerConsented"] == .bool(true) else { return bad(4_000_035, "Invalid customer consented.") }
+        guard case .bool? = members["sampleContentProvided"] else { return bad(4_000_041, "Invalid sample content provided.") }
+        let deliveries = ["DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER"]
+        guard case .string(let delivery)? = members["deliveryStatus"], deliveries.contains(delivery) else {
+            return bad(4_000_036, "Invalid delivery status.")
+        }
+        if let preference = members["refundPreference"] {
+            guard case .string(let text) = preference, ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"].contains(text) else {
+                return bad(4_000_000, "Invalid request. Invalid refund preference.")
+            }
+        }
+        if let percentage = members["consumptionPercentage"] {
+            guard case .int(let value) = percentage, (0...100_000).contains(value), delivery == "DELIVERED" || value == 0 else {
+                return bad(4_000_000, "Invalid request. Invalid consumption percentage.")
+            }
+        }
+        let known = state.withLock { state -> Bool in
+            guard state.consumable[environment]?.contains(transactionId) == true else { return false }
+            state.consumptionAnswers.append((environment, transactionId, .object(members)))
+            return true
+        }
+        guard known else { return Self.json(.notFound, ["errorCode": 4_040_010, "errorMessage": "Transaction id not found."]) }
+        return Response(status: .accepted)
     }
 
     /// A page of the history: `revision` (absent on the first page) is the next page's token this server gave.

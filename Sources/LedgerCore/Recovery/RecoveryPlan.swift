@@ -28,11 +28,26 @@ public struct RecoveryPlan: Sendable, Hashable {
     /// sooner than this after it, and the plan's attempts are not used up (16 asks in 5 s had ended an order
     /// `unrecoverable`).
     public var personAskInterval: Duration
+    /// Subscriptions: how long after the end of the last period the ledger knows of, with nothing heard since, the
+    /// provider is asked (Apple renews up to a day before a period ends and notifies at once: an hour of silence past
+    /// the end means a notification was lost or is late).
+    public var renewalSilence: Duration
+    /// The waits between questions about one subscription whose answer brought no news (billing retried, an answer
+    /// that did not verify, no answer); the last repeats until `subscriptionReach`.
+    public var subscriptionDelays: [Duration]
+    /// How long after a period's end the ledger still asks about it: Apple retries a failed renewal for up to 60 days.
+    public var subscriptionReach: Duration
 
     public init(
         delays: [Duration], receiptUnverifiedAfter: Duration, paymentUnansweredAfter: Duration, lease: Duration,
-        sweepEvery: Duration, firstSweepReach: Duration, personAskInterval: Duration = .seconds(10)
+        sweepEvery: Duration, firstSweepReach: Duration, personAskInterval: Duration = .seconds(10),
+        renewalSilence: Duration = .seconds(3_600),
+        subscriptionDelays: [Duration] = [3_600, 10_800, 21_600, 43_200, 86_400].map { .seconds($0) },
+        subscriptionReach: Duration = .seconds(61 * 86_400)
     ) {
+        self.renewalSilence = renewalSilence
+        self.subscriptionDelays = subscriptionDelays
+        self.subscriptionReach = subscriptionReach
         self.delays = delays
         self.receiptUnverifiedAfter = receiptUnverifiedAfter
         self.paymentUnansweredAfter = paymentUnansweredAfter
@@ -59,6 +74,14 @@ public struct RecoveryPlan: Sendable, Hashable {
     /// state is settled (verified, granted…) or closed (cancelled, rejected) without the provider's help.
     public static func mayBeLost(_ state: OrderState) -> Bool {
         [.paymentQueued, .receiptReceived, .verificationFailed].contains(state)
+    }
+
+    /// When to ask about a subscription again after `attempts` questions whose answers brought no news, the last at
+    /// `now`.
+    public func nextSubscriptionQuestion(afterAttempts attempts: Int, at now: Date) -> Date {
+        guard let last = subscriptionDelays.last else { return now }
+        let delay = attempts >= 1 && attempts <= subscriptionDelays.count ? subscriptionDelays[attempts - 1] : last
+        return now.addingTimeInterval(delay.seconds)
     }
 
     /// Attempts in all before an order is unrecoverable: the first, then one after each delay.

@@ -45,6 +45,37 @@ public struct Subscription: Sendable, Hashable {
         renewalInfos.last { $0.signedAt <= moment }
     }
 
+    /// When the last period the ledger knows of ends (the latest `expiresAt`): past it, the ledger expects to hear of
+    /// a renewal, a billing failure or an expiry, and asks the provider when it heard nothing (the recovery schedule).
+    public var periodEndsAt: Date? { transactions.values.lazy.map(\.expiresAt).max() }
+
+    /// Whether what a provider said tells this subscription something it does not know: a transaction it has not
+    /// seen or whose statement changed, or renewal info other than the last signed (a statement signed again with
+    /// nothing changed, as every answer to a question is, is not news). The recovery schedule records only news.
+    public func isNews(_ said: ProviderSaid) -> Bool {
+        if let transaction = said.transaction {
+            guard let known = transactions[transaction.transactionId] else { return true }
+            if transaction.signedAt > known.signedAt, Self.unsigned(transaction) != Self.unsigned(known) { return true }
+        }
+        if let info = said.renewalInfo {
+            guard let last = renewalInfo else { return true }
+            if info.signedAt > last.signedAt, Self.unsigned(info) != Self.unsigned(last) { return true }
+        }
+        return false
+    }
+
+    private static func unsigned(_ transaction: SubscriptionTransaction) -> SubscriptionTransaction {
+        var copy = transaction
+        copy.signedAt = .distantPast
+        return copy
+    }
+
+    private static func unsigned(_ info: SubscriptionRenewalInfo) -> SubscriptionRenewalInfo {
+        var copy = info
+        copy.signedAt = .distantPast
+        return copy
+    }
+
     /// The environment of its transactions (nil before the first).
     public var environment: PurchaseEnvironment? { transactions.values.first?.environment }
 

@@ -19,6 +19,11 @@ public enum SubscriptionEventType: String, Sendable, Hashable, CaseIterable {
     case revoked = "subscription.revoked"
     case refunded = "subscription.refunded"
     case refundReversed = "subscription.refund_reversed"
+    /// The provider's answer when the ledger asked (Apple's Get All Subscription Statuses, `subtype` its status:
+    /// `ACTIVE`, `EXPIRED`, `BILLING_RETRY`, `BILLING_GRACE_PERIOD`, `REVOKED`; or a period found in the transaction
+    /// history, `subtype` `HISTORY`): recorded only when it is news (`Subscription.isNews`), with the signed words as
+    /// `evidence`.
+    case answered = "subscription.answered"
     /// The ledger's: the first purchase's order, and so its account, owns the subscription.
     case linked = "subscription.linked"
     /// The ledger's: an account showed one of the subscription's signed transactions (a restore, a login on another
@@ -66,16 +71,21 @@ public struct ProviderSaid: Sendable, Hashable {
     public var signedAt: Date
     public var transaction: SubscriptionTransaction?
     public var renewalInfo: SubscriptionRenewalInfo?
+    /// An answer's signed words as the provider sent them (an object of strings: Apple's `signedTransactionInfo`,
+    /// `signedRenewalInfo`), kept on the event because no notification holds them. A notification's own JWS is kept
+    /// where every notification is (`provider.notified`, `provider_messages`): nil here.
+    public var evidence: JSONValue?
 
     public init(
         notificationId: String? = nil, subtype: String? = nil, signedAt: Date, transaction: SubscriptionTransaction? = nil,
-        renewalInfo: SubscriptionRenewalInfo? = nil
+        renewalInfo: SubscriptionRenewalInfo? = nil, evidence: JSONValue? = nil
     ) {
         self.notificationId = notificationId
         self.subtype = subtype
         self.signedAt = signedAt
         self.transaction = transaction
         self.renewalInfo = renewalInfo
+        self.evidence = evidence
     }
 }
 

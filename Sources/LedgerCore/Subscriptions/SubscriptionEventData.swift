@@ -35,7 +35,7 @@ extension SubscriptionEvent {
         default:
             let fields = try DataFields(
                 data, path: "data", owner: type,
-                allowing: ["notificationId", "subtype", "signedAt", "transaction", "renewalInfo"], rules: rules)
+                allowing: ["notificationId", "subtype", "signedAt", "transaction", "renewalInfo", "evidence"], rules: rules)
             let said = ProviderSaid(
                 notificationId: try fields.id("notificationId"),
                 subtype: try fields.text("subtype", length: 1...64, printable: true),
@@ -45,12 +45,24 @@ extension SubscriptionEvent {
                     try SubscriptionRenewalInfo(DataFields(
                         value, path: "data.renewalInfo", owner: "a subscription's renewal info",
                         allowing: SubscriptionRenewalInfo.fieldNames, rules: rules))
-                })
+                },
+                evidence: try Self.evidence(fields))
             guard said.transaction != nil || said.renewalInfo != nil else {
                 throw .invalidField(field: "data.transaction", message: "data.transaction or data.renewalInfo is required")
             }
             self = .provider(eventType, said)
         }
+    }
+
+    /// An answer's signed words (`ProviderSaid.evidence`): an object of strings, if given.
+    private static func evidence(_ fields: DataFields) throws(EventValidationError) -> JSONValue? {
+        guard let value = fields.value("evidence") else { return nil }
+        guard case .object(let members) = value, !members.isEmpty, members.values.allSatisfy({
+            if case .string = $0 { true } else { false }
+        }) else {
+            throw fields.refuse("evidence", "must be an object of strings (the provider's signed words)")
+        }
+        return value
     }
 
     /// The signed transaction at `key`, if given.
@@ -79,6 +91,7 @@ extension SubscriptionEvent {
             members["subtype"] = said.subtype.map(JSONValue.string)
             members["transaction"] = said.transaction?.json
             members["renewalInfo"] = said.renewalInfo?.json
+            members["evidence"] = said.evidence
             return .object(members)
         }
     }

@@ -118,8 +118,31 @@ extension Ledger {
     public func recordSubscriptionNotification(
         _ subscriptionId: String, event: SubscriptionEvent, notificationId: String, provider: Provider, requestId: String?
     ) async throws -> SubscriptionMessageOutcome {
-        let metadata = EventMetadata(actor: "provider:\(provider.rawValue)", requestId: requestId)
         let eventId = NameBasedUUID.version5(namespace: Self.subscriptionEvents, name: "\(provider.rawValue):\(notificationId)")
+        return try await recordProviderSaid(
+            subscriptionId, event: event, eventId: eventId, provider: provider, requestId: requestId, source: notificationId)
+    }
+
+    /// Records a provider's verified answer to the ledger's question about a subscription (`subscription.answered`,
+    /// `said` carrying the signed words as evidence), as a notification is recorded: then links a subscription
+    /// nobody owns to its order. The event id is derived from the answer's data: the same answer recorded again (a
+    /// retry after a lost commit) is a replay.
+    public func recordSubscriptionAnswer(
+        _ subscriptionId: String, said: ProviderSaid, provider: Provider
+    ) async throws -> SubscriptionMessageOutcome {
+        let event = SubscriptionEvent.provider(.answered, said)
+        let eventId = NameBasedUUID.version5(
+            namespace: Self.subscriptionEvents, name: "\(provider.rawValue):answer:\(subscriptionId):" + event.data.canonicalJSON)
+        return try await recordProviderSaid(
+            subscriptionId, event: event, eventId: eventId, provider: provider, requestId: nil, source: "answer")
+    }
+
+    /// What a notification and an answer share: the event, then the link to its order; a refusal logged and answered.
+    private func recordProviderSaid(
+        _ subscriptionId: String, event: SubscriptionEvent, eventId: UUID, provider: Provider, requestId: String?,
+        source: String
+    ) async throws -> SubscriptionMessageOutcome {
+        let metadata = EventMetadata(actor: "provider:\(provider.rawValue)", requestId: requestId)
         do {
             let recorded = try await recordSubscription(subscriptionId, event: event, eventId: eventId, metadata: metadata)
             // A replay answers the subscription as it was then: its link is decided on what it is now.
@@ -129,13 +152,13 @@ extension Ledger {
             if recorded.append.isReplay { return .duplicate(subscriptionId: subscriptionId) }
             return .recorded(subscriptionId: subscriptionId, version: linked?.append.version ?? recorded.append.version)
         } catch let refusal as SubscriptionRefusal {
-            logger.warning("subscription notification refused: \(refusal.message)", metadata: [
-                "subscriptionId": "\(subscriptionId)", "notificationId": "\(notificationId)", "code": "\(refusal.code)",
+            logger.warning("subscription \(event.type.rawValue) refused: \(refusal.message)", metadata: [
+                "subscriptionId": "\(subscriptionId)", "source": "\(source)", "code": "\(refusal.code)",
             ])
             return .refused(subscriptionId: subscriptionId, code: refusal.code, reason: refusal.message)
         } catch LedgerError.invalidEvent(let field, let message) {
-            logger.warning("subscription notification refused: \(message)", metadata: [
-                "subscriptionId": "\(subscriptionId)", "notificationId": "\(notificationId)", "field": "\(field)",
+            logger.warning("subscription \(event.type.rawValue) refused: \(message)", metadata: [
+                "subscriptionId": "\(subscriptionId)", "source": "\(source)", "field": "\(field)",
             ])
             return .refused(subscriptionId: subscriptionId, code: "invalid_request", reason: message)
         }

@@ -129,7 +129,13 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
                  """,
                  "m.provider || ' says ' || m.effect || ' ' || coalesce(m.amount_value || ' ' || m.currency, 'a price not in whole minor units') || ', the order ' || o.amount_value || ' ' || o.currency")
             default:
-                (["consumption_request"], "true", "'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'")
+                // What the ledger answered, when it did (schema/028): finance sees the request and its answer together.
+                (["consumption_request"], "true", """
+                 'Apple asks for consumption information (transaction ' || coalesce(m.transaction_id, '') || ')'
+                     || coalesce((SELECT '; answered ' || (a.body->>'deliveryStatus')
+                                         || coalesce(', ' || (a.body->>'refundPreference'), '') || ' at ' || \(Self.rfc3339("a.sent_at"))
+                                  FROM consumption_answers a WHERE a.notification_id = m.notification_id AND a.sent_at IS NOT NULL), '')
+                 """)
             }
             return """
                 SELECT o.order_id, o.account_id, o.state, m.recorded_at, \(detail), m.provider || ':' || m.notification_id,

@@ -296,7 +296,7 @@ public struct RecoverySchedule: Sendable {
     }
 
     /// Runs a statement that returns a row per row it changed; returns how many.
-    private func count(_ query: PostgresQuery) async throws -> Int {
+    func count(_ query: PostgresQuery) async throws -> Int {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var count = 0

@@ -65,6 +65,8 @@ enum SubscriptionProjection: StreamProjection {
         sql.appendInterpolation(subscription?.version)
         sql.appendLiteral("::int4, ")
         sql.appendInterpolation(subscription.map { Timestamp($0.updatedAt) })
+        sql.appendLiteral("::timestamptz, ")
+        sql.appendInterpolation(subscription?.periodEndsAt.map(Timestamp.init))
         sql.appendLiteral("::timestamptz\nWHERE ")
         sql.appendInterpolation(subscription != nil)
         sql.appendLiteral(" AND EXISTS (SELECT 1 FROM won)\n" + SubscriptionRows.upsertConflictSQL + "\n), bound AS (\n")
@@ -106,15 +108,18 @@ enum SubscriptionProjection: StreamProjection {
         sql.appendInterpolation(subscriptions.map { Timestamp($0.updatedAt) })
         sql.appendLiteral("::timestamptz[], ")
         sql.appendInterpolation(subscriptions.map { Int64($0.transactions.count) })
+        sql.appendLiteral("::int8[], ")
+        sql.appendInterpolation(NullableArray(subscriptions.map { $0.periodEndsAt.map(Timestamp.init) }))
         sql.appendLiteral("""
-            ::int8[])
-            WITH ORDINALITY AS x(subscription_id, account_id, order_id, facts, version, updated_at, claimed, n)
+            ::timestamptz[])
+            WITH ORDINALITY AS x(subscription_id, account_id, order_id, facts, version, updated_at, claimed, period_ends_at, n)
             ), projected AS (
 
             """)
         sql.appendLiteral(SubscriptionRows.upsertSQL + """
 
-            SELECT x.subscription_id, x.account_id, x.order_id, x.facts::jsonb, x.version, x.updated_at FROM x JOIN won USING (n)
+            SELECT x.subscription_id, x.account_id, x.order_id, x.facts::jsonb, x.version, x.updated_at, x.period_ends_at
+            FROM x JOIN won USING (n)
 
             """)
         sql.appendLiteral(SubscriptionRows.upsertConflictSQL + "\n), bound AS (\n" + SubscriptionRows.bindSQL + "\n")

@@ -76,14 +76,18 @@ struct SubscriptionProjectionCheck: Sendable {
     private func compare(_ folded: [Subscription]) async throws -> [VerificationReport.Drift] {
         guard !folded.isEmpty else { return [] }
         let ids = folded.map(\.subscriptionId)
-        var stored: [String: Subscription] = [:]
+        var stored: [String: Row] = [:]
         for try await row in try await client.query(
             """
-            SELECT \(unescaped: SubscriptionRows.columnsOfSub) FROM subscriptions sub WHERE sub.subscription_id = ANY(\(ids))
+            SELECT \(unescaped: SubscriptionRows.columnsOfSub), sub.period_ends_at
+            FROM subscriptions sub WHERE sub.subscription_id = ANY(\(ids))
             """, .reads, logger: logger
         ) {
-            if let subscription = try SubscriptionRows.decode(row.makeRandomAccess(), from: 0) {
-                stored[subscription.subscriptionId] = subscription
+            let columns = row.makeRandomAccess()
+            if let subscription = try SubscriptionRows.decode(columns, from: 0) {
+                var kept = Row(subscription)
+                kept.periodEndsAt = try columns[6].decode(Date?.self).map { Timestamp($0).stored }
+                stored[subscription.subscriptionId] = kept
             }
         }
         var transactions: [String: TransactionRow] = [:]
@@ -107,7 +111,7 @@ struct SubscriptionProjectionCheck: Sendable {
         for subscription in folded {
             let key = subscription.subscriptionId
             drift += ProjectionDrift.differences(
-                table: "subscriptions", key: key, stored: stored[key].map(Row.init), folded: Row(subscription))
+                table: "subscriptions", key: key, stored: stored[key], folded: Row(subscription))
             for transaction in subscription.transactions.values {
                 drift += ProjectionDrift.differences(
                     table: "subscription_transactions", key: transaction.transactionId,
@@ -131,6 +135,8 @@ struct SubscriptionProjectionCheck: Sendable {
         var facts: String
         var version: Int
         var updatedAt: Date
+        /// Compared as stored, to the microsecond (as `TransactionRow`'s times).
+        var periodEndsAt: Date?
 
         init(_ subscription: Subscription) {
             accountId = subscription.accountId
@@ -138,6 +144,7 @@ struct SubscriptionProjectionCheck: Sendable {
             facts = subscription.factsJSON.canonicalJSON
             version = subscription.version
             updatedAt = subscription.updatedAt
+            periodEndsAt = subscription.periodEndsAt.map { Timestamp($0).stored }
         }
     }
 

@@ -40,12 +40,13 @@ extension SubscriptionRows {
         guard !subscriptions.isEmpty else { return }
         try await connection.queryToEnd(
             """
-            INSERT INTO subscriptions (\(unescaped: columns))
-            SELECT id, account, order_id, facts::jsonb, version, updated_at
+            INSERT INTO subscriptions (\(unescaped: writtenColumns))
+            SELECT id, account, order_id, facts::jsonb, version, updated_at, period_ends_at
             FROM unnest(\(subscriptions.map(\.subscriptionId))::text[], \(NullableArray(subscriptions.map(\.accountId)))::text[],
                         \(NullableArray(subscriptions.map(\.orderId)))::text[], \(subscriptions.map(\.factsJSON.canonicalJSON))::text[],
-                        \(subscriptions.map(\.version))::int4[], \(subscriptions.map { Timestamp($0.updatedAt) })::timestamptz[])
-                 AS s(id, account, order_id, facts, version, updated_at)
+                        \(subscriptions.map(\.version))::int4[], \(subscriptions.map { Timestamp($0.updatedAt) })::timestamptz[],
+                        \(NullableArray(subscriptions.map { $0.periodEndsAt.map(Timestamp.init) }))::timestamptz[])
+                 AS s(id, account, order_id, facts, version, updated_at, period_ends_at)
             """, logger: logger)
         let owned = subscriptions.flatMap { subscription in subscription.transactions.values.map { (transaction: $0, of: subscription) } }
         try await connection.queryToEnd(

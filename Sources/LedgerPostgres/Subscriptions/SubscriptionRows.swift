@@ -2,17 +2,23 @@ import Foundation
 import LedgerCore
 import PostgresNIO
 
-/// The SQL of the subscription projections (schema/023): `subscriptions` (one row per subscription: its owner and
-/// its signed facts) and `subscription_transactions` (which subscription each transaction belongs to).
+/// The SQL of the subscription projections (schema/023): `subscriptions` (one row per subscription: its owner, its
+/// signed facts, when its last known period ends: schema/027) and `subscription_transactions` (which subscription
+/// each transaction belongs to).
 enum SubscriptionRows {
+    /// The columns `decode` reads, in its order.
     static let columns = "subscription_id, account_id, order_id, facts, version, updated_at"
+    /// What a write writes: `columns`, then `period_ends_at` (`Subscription.periodEndsAt`, read by the recovery
+    /// schedule alone).
+    static let writtenColumns = columns + ", period_ends_at"
     /// The columns as `sub.…`, for a statement that joins `subscriptions AS sub`, as `decode` reads them (the facts as text).
     static let columnsOfSub = "sub.subscription_id, sub.account_id, sub.order_id, sub.facts::text, sub.version, sub.updated_at"
 
-    static let upsertSQL = "INSERT INTO subscriptions (\(columns))"
+    static let upsertSQL = "INSERT INTO subscriptions (\(writtenColumns))"
     static let upsertConflictSQL = """
         ON CONFLICT (subscription_id) DO UPDATE SET account_id = EXCLUDED.account_id, order_id = EXCLUDED.order_id,
-            facts = EXCLUDED.facts, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+            facts = EXCLUDED.facts, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at,
+            period_ends_at = EXCLUDED.period_ends_at
         """
 
     /// The columns of a transaction's binding, as `appendInterpolation(transactions:)` binds them (schema/023, 025,
