@@ -30,7 +30,7 @@ struct SubscriptionWalkthroughTests {
             #expect(subscribed.status == .ok && subscribed.json["subscription"]?["outcome"] == "recorded", "\(subscribed.bodyText)")
             let january = try await api.get(subscription + "?asOf=2026-01-20T00:00:00Z", token: "reader")
             #expect(january.json["entitlement"]?["state"] == "active", "\(january.bodyText)")
-            #expect(january.json["entitlement"]?["until"] == "2026-02-05T10:00:00Z" && january.json["accountId"] == .null)
+            #expect(january.json["entitlement"]?["until"] == "2026-02-05T10:00:00.000000Z" && january.json["accountId"] == .null)
 
             let claim = try await api.request(.post, subscription + "/claims", token: "writer", body: try Self.file("2-claim.json"))
             #expect(claim.status == .created && claim.json["outcome"] == "claimed", "\(claim.bodyText)")
@@ -40,7 +40,7 @@ struct SubscriptionWalkthroughTests {
             let entitlements = try await api.get("/v1/accounts/acct-walk/entitlements?asOf=2026-02-08T00:00:00Z", token: "reader")
             let entitled = entitlements.json["entitlements"]?.elements ?? []
             #expect(entitled.count == 1 && entitled.first?["productId"] == "pro.monthly", "\(entitlements.bodyText)")
-            #expect(entitled.first?["until"] == "2026-03-05T10:00:00Z")
+            #expect(entitled.first?["until"] == "2026-03-05T10:00:00.000000Z")
             #expect(entitled.first?["transaction"]?["transactionId"] == "2000000900000002")
             #expect(entitled.first?["transaction"]?["price"]?["text"] == "4.99 USD")
 
@@ -51,7 +51,7 @@ struct SubscriptionWalkthroughTests {
             let refunded = try await api.get(subscription + "?asOf=2026-02-15T00:00:00Z", token: "reader")
             let first = refunded.json["transactions"]?.elements.first { $0["transactionId"] == .string(Self.id) }
             #expect(first?["revocation"]?["kind"] == "refund_full", "\(refunded.bodyText)")
-            #expect(refunded.json["entitlement"]?["state"] == "active" && refunded.json["entitlement"]?["until"] == "2026-03-05T10:00:00Z")
+            #expect(refunded.json["entitlement"]?["state"] == "active" && refunded.json["entitlement"]?["until"] == "2026-03-05T10:00:00.000000Z")
 
             #expect(try await Self.notify(api, "6-expired.json").json["subscription"]?["outcome"] == "recorded")
             let now = try await api.get(subscription, token: "reader")

@@ -253,7 +253,7 @@ public final class FakeAppStoreServerAPI: Sendable {
     /// Get All Subscription Statuses: Apple's `StatusResponse`, one subscription group holding every item held for
     /// the transaction; `status` (repeatable, 1…5) filters them, any other value is refused (4000112, as Apple's
     /// "invalid status"). An id that is not digits is refused (4000006); one not held is 4040010.
-    private func statuses(environment: String, transactionId: String, filter: [Substring]) -> Response {
+    private func statuses(environment: String, transactionId: String, filter: [String]) -> Response {
         guard !transactionId.isEmpty, transactionId.allSatisfy(\.isASCII), transactionId.allSatisfy(\.isNumber) else {
             return Self.json(.badRequest, ["errorCode": 4_000_006, "errorMessage": "Invalid transaction id."])
         }
