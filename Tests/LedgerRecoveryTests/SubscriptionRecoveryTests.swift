@@ -50,9 +50,9 @@ struct SubscriptionRecoveryTests {
             try await apple.run { base in
                 let database = LedgerDatabase(client: service)
                 let first = try await verifier.verifyTransaction(try period("\(id)", from: started, ca: ca), now: Date())
+                let transaction = try #require(first.subscriptionTransaction)
                 let said = ProviderSaid(
-                    notificationId: "n-subscribed", subtype: "INITIAL_BUY", signedAt: first.signedDate,
-                    transaction: try #require(first.subscriptionTransaction),
+                    notificationId: "n-subscribed", subtype: "INITIAL_BUY", signedAt: first.signedDate, transaction: transaction,
                     renewalInfo: try await verifier.verifyRenewalInfo(try renewal(autoRenew: true, ca: ca), now: Date()).subscriptionRenewalInfo)
                 _ = try await database.ledger.recordSubscriptionNotification(
                     id, event: .provider(.started, said), notificationId: "n-subscribed", provider: .appStore, requestId: nil)
