@@ -4,6 +4,14 @@
 -- scripts/bench/subscriptions.py). Every request is formatted once, up front: wrk.format per request cost as much
 -- CPU as the Python load generator.
 local requests = {}
+local thread_count = 0
+
+-- Each thread its own number: as many threads as pgbench's on the baselines' side (wrkload.loadgen_threads), each
+-- seeded apart, so that they do not read the same orders in the same order.
+function setup(thread)
+  thread_count = thread_count + 1
+  thread:set("thread_number", thread_count)
+end
 
 function init(args)
   wrk.headers["Authorization"] = "Bearer " .. args[1]
@@ -11,7 +19,7 @@ function init(args)
   for k = 1, tonumber(args[2]) do
     requests[k] = wrk.format("GET", string.format(path, k))
   end
-  math.randomseed(os.time())
+  math.randomseed(os.time() * 1000 + thread_number)
 end
 
 function request()

@@ -97,7 +97,7 @@ def main():
         service = Service(ledger, url, port, os.path.join(args.out, "subscriptions-serve.log"))
         service.start()
         log(f"entitlement look-ups x{args.clients}, {args.duration:.0f} s: the service, then the minimal store")
-        served = wrkload._wrk("entitlements", 1, args.clients, args.duration, port, "history.lua",
+        served = wrkload._wrk("entitlements", wrkload.loadgen_threads(args.clients), args.clients, args.duration, port, "history.lua",
                               [token, str(args.subscriptions), "/v1/accounts/acct-%d/entitlements"], 1)
         minimal = run_pgbench(url, MINIMAL_ENTITLEMENT, "entitlements", args.clients, args.duration,
                               {"accounts": args.subscriptions}, args.out, name="minimal")

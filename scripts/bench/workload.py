@@ -20,9 +20,10 @@ uncontended path, with the request's token already cached):
   follows): one SELECT of the order's events after version 0 with the token epoch, `LIMIT 101`.
 The order id is a bind parameter, as in the service; the other values the service binds are literals here, with
 stand-ins for what only the service computes (canonical bytes, hashes; `now()` for the database's clock as the node
-estimates it, which the service binds as the events' recorded_at and the order's times). pgbench runs them in extended protocol (`-M extended`,
-bench.py's default): unnamed statements, parsed and planned on every call. The service runs these hot statements
-prepared (named, `plan_cache_mode = force_generic_plan`); `BENCH_PGBENCH_MODE=prepared` replays them that way.
+estimates it, which the service binds as the events' recorded_at and the order's times). pgbench runs them prepared
+(`-M prepared`, bench.py's default since stop 47): named, parsed and planned once per connection, as the service runs
+its hot statements (`plan_cache_mode = force_generic_plan`). `BENCH_PGBENCH_MODE=extended` gives the method before:
+unnamed statements parsed and planned on every call, more work than the service does.
 """
 
 import json

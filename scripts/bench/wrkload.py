@@ -2,7 +2,8 @@
 cores as little as the baselines' does. Python's loadgen.py spent ~35 µs of CPU per history read, and 15–17 % of a
 core during the append phases, taken from the service it measured.
 
-- history: one thread, every connection a client reading GET /v1/orders/h-<random>/history (history.lua).
+- history: as many threads as pgbench has on the baselines' side (one per core), every connection a client reading
+  GET /v1/orders/h-<random>/history (history.lua).
 - single, batch: one thread per connection (appends.lua), so each thread's Lua state is one client that walks its
   own orders through the lifecycle and sends an order's next event only once the one before was answered.
 
@@ -60,13 +61,20 @@ def _wrk(kind, threads, clients, duration, port, script, script_args, events_per
     }
 
 
+def loadgen_threads(clients):
+    """Threads for a load generator that multiplexes its clients — pgbench's -j on the baselines' side, wrk's -t for
+    the service's reads: as many as the cores, at most one per client, on both sides alike (issue 47: the service's
+    reads had one wrk thread where the baselines' pgbench had two)."""
+    return min(clients, os.cpu_count() or 2)
+
+
 def history(clients, duration, port, token, horders):
-    return _wrk("history", 1, clients, duration, port, "history.lua", [token, str(horders)], 1)
+    return _wrk("history", loadgen_threads(clients), clients, duration, port, "history.lua", [token, str(horders)], 1)
 
 
 def big_history(clients, duration, port, token, prefix, orders):
     """Whole 1000-event pages, each with an asOf never asked before (the read-pressure phase: pressure.py)."""
-    return _wrk("big_history", 1, clients, duration, port, "big_history.lua", [token, prefix, str(orders)], 1000)
+    return _wrk("big_history", loadgen_threads(clients), clients, duration, port, "big_history.lua", [token, prefix, str(orders)], 1000)
 
 
 def appends(kind, clients, duration, port, token, run_tag):
