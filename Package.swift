@@ -62,6 +62,7 @@ let package = Package(
                 .embedInCode("026_subscription_grants.sql"),
                 .embedInCode("027_subscription_questions.sql"),
                 .embedInCode("028_consumption_answers.sql"),
+                .embedInCode("029_webhooks.sql"),
             ]
         ),
         .target(

@@ -30,5 +30,6 @@ public enum LedgerSchema {
         ("026_subscription_grants.sql", String(decoding: PackageResources._26_subscription_grants_sql, as: UTF8.self)),
         ("027_subscription_questions.sql", String(decoding: PackageResources._27_subscription_questions_sql, as: UTF8.self)),
         ("028_consumption_answers.sql", String(decoding: PackageResources._28_consumption_answers_sql, as: UTF8.self)),
+        ("029_webhooks.sql", String(decoding: PackageResources._29_webhooks_sql, as: UTF8.self)),
     ]
 }

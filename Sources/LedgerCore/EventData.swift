@@ -87,10 +87,6 @@ extension OrderEvent {
 }
 
 extension JSONValue {
-    static func money(_ money: Money) -> JSONValue {
-        .object(["value": .int(money.value), "currency": .string(money.currency)])
-    }
-
     static func unconvertedPrice(_ price: UnconvertedPrice) -> JSONValue {
         .object(["milliunits": .int(price.milliunits), "quantity": .int(price.quantity), "currency": .string(price.currency)])
     }

@@ -2,42 +2,6 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 
-/// How the API (and the CLI's `--json`) writes the ledger's values: camelCase, times RFC 3339 UTC, absent
-/// values as explicit nulls.
-extension JSONValue {
-    static func time(_ date: Date?) -> JSONValue { date.map { .string(RFC3339.format($0)) } ?? .null }
-    static func text(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
-    static func money(_ money: Money) -> JSONValue {
-        .object(["value": .int(money.value), "currency": .string(money.currency)])
-    }
-}
-
-extension Order {
-    public var json: JSONValue {
-        .object([
-            "orderId": .string(orderId),
-            "accountId": .string(accountId),
-            "productId": .string(productId),
-            "quantity": .int(Int64(quantity)),
-            "amount": .money(amount),
-            "provider": .string(provider.rawValue),
-            "environment": .string(environment.rawValue),
-            "state": .string(state.rawValue),
-            "version": .int(Int64(version)),
-            "transactionId": .text(transactionId),
-            "flags": .array(flags.map { .string($0.rawValue) }),
-            "verificationAttempts": .int(Int64(verificationAttempts)),
-            "lastErrorCode": .text(lastErrorCode),
-            "refundedAmount": refundedAmount.map(JSONValue.money) ?? .null,
-            "createdAt": .time(createdAt),
-            "updatedAt": .time(updatedAt),
-            "grantedAt": .time(grantedAt),
-            "finishedAt": .time(finishedAt),
-            "refundedAt": .time(refundedAt),
-        ])
-    }
-}
-
 extension Recorded {
     /// The answer to a post of events (and, identically, to its retry).
     public var json: JSONValue {
@@ -54,10 +18,6 @@ extension Recorded {
             "order": order.json,
         ])
     }
-}
-
-extension StoredEvent {
-    var actor: JSONValue { metadata["actor"] ?? .null }
 }
 
 extension HistoryEntry {
@@ -117,27 +77,6 @@ extension TransactionStatus {
             "refunded": .bool(refundedAt != nil),
             "refundedAt": .time(refundedAt),
         ])
-    }
-}
-
-extension StoredEvent {
-    /// A feed entry: every kind of stream, each named by `kind` and `streamId`; an order's also by `orderId`, as
-    /// entries were before streams had kinds.
-    public var feedJSON: JSONValue {
-        var members: [String: JSONValue] = [
-            "position": .int(position),
-            "kind": .string(stream.kind.name),
-            "streamId": .string(stream.id),
-            "version": .int(Int64(version)),
-            "eventId": .string(eventId.lowercasedText),
-            "type": .string(type),
-            "occurredAt": .time(occurredAt),
-            "recordedAt": .time(recordedAt),
-            "actor": actor,
-            "data": data,
-        ]
-        if stream.kind == .order { members["orderId"] = .string(stream.id) }
-        return .object(members)
     }
 }
 

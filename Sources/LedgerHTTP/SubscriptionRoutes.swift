@@ -117,7 +117,7 @@ struct SubscriptionRoutes {
             return [
                 "productId": .string(proof.productId), "subscriptionId": .string(subscription.subscriptionId),
                 "state": .string(entitlement.state.rawValue), "until": .time(entitlement.until),
-                "transaction": proof.json,
+                "transaction": proof.apiJSON,
             ]
         }
         return JSONResponse.make(status: .ok, body: [
@@ -127,60 +127,5 @@ struct SubscriptionRoutes {
                  "state": .string(subscription.entitlement(at: moment).state.rawValue)]
             }),
         ])
-    }
-}
-
-extension Subscription {
-    /// The subscription as `GET /v1/subscriptions/{id}` answers it, at `moment`.
-    func json(at moment: Date) -> JSONValue {
-        let entitlement = self.entitlement(at: moment)
-        let renewal = renewalInfo(at: moment)
-        return [
-            "subscriptionId": .string(subscriptionId), "accountId": .text(accountId),
-            "orderId": .text(orderId), "version": .int(Int64(version)),
-            "updatedAt": .time(updatedAt), "asOf": .time(moment),
-            "entitlement": [
-                "state": .string(entitlement.state.rawValue), "entitled": .bool(entitlement.isEntitled),
-                "until": .time(entitlement.until),
-                "transactionId": entitlement.proof.map { .string($0.transactionId) } ?? .null,
-            ],
-            "renewal": renewal.map { info -> JSONValue in
-                [
-                    "autoRenew": .bool(info.autoRenew), "renewsTo": .text(info.renewsTo),
-                    "inBillingRetry": .bool(info.inBillingRetry),
-                    "gracePeriodExpiresAt": .time(info.gracePeriodExpiresAt),
-                    "signedAt": .time(info.signedAt),
-                ]
-            } ?? .null,
-            "transactions": .array(
-                transactions.values.sorted { ($0.purchasedAt, $0.transactionId) < ($1.purchasedAt, $1.transactionId) }
-                    .map { transaction -> JSONValue in
-                        guard case .object(var members) = transaction.json else { return transaction.json }
-                        members["grantedAt"] = .time(grants[transaction.transactionId])
-                        return .object(members)
-                    }),
-        ]
-    }
-}
-
-extension SubscriptionTransaction {
-    /// A transaction as the API shows it: its signed dates, and its price as minor units and as money ("4.99 USD").
-    var json: JSONValue {
-        [
-            "transactionId": .string(transactionId), "webOrderLineItemId": .text(webOrderLineItemId),
-            "productId": .string(productId), "environment": .string(environment.rawValue),
-            "purchasedAt": .time(purchasedAt), "expiresAt": .time(expiresAt),
-            "price": price.map { price -> JSONValue in
-                ["value": .int(price.value), "currency": .string(price.currency), "text": .string(price.formatted)]
-            } ?? .null,
-            "familyShared": .bool(familyShared),
-            "revocation": revocation.map { revocation -> JSONValue in
-                [
-                    "at": .time(revocation.at), "kind": .string(revocation.kind.rawValue),
-                    "percentage": revocation.percentage.map(JSONValue.int) ?? .null,
-                ]
-            } ?? .null,
-            "signedAt": .time(signedAt),
-        ]
     }
 }

@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// - `finance`: reports, reconciliation, anomalies;
 /// - `operations`: digests, verification, rebuild, export, tokens, readiness;
 /// - `recovery`: the schedule of orders the ledger asks their provider about (补单), and their attempts;
-/// - `consumers`: readers of the feed that keep their place in it (`FeedConsumer`).
+/// - `consumers`: readers of the feed that keep their place in it (`FeedConsumer`);
+/// - `webhooks`: endpoints, their queue of deliveries and its attempts.
 ///
 /// Nothing outside this module holds a pool: `serve` runs this value as a service (the pools' connections live while
 /// it runs), and a command opens one with `Database.withLedger`.
@@ -19,6 +20,7 @@ public struct LedgerDatabase: Service {
     public let operations: Operations
     public let recovery: RecoverySchedule
     public let consumers: FeedConsumers
+    public let webhooks: Webhooks
 
     init(client: SessionPool, logger: Logger = Logger(label: "ledger")) {
         self.init(pools: EventLoopPools(client), logger: logger)
@@ -32,6 +34,7 @@ public struct LedgerDatabase: Service {
         self.operations = Operations(pools: pools, logger: logger)
         self.recovery = RecoverySchedule(pools: pools, logger: logger)
         self.consumers = FeedConsumers(pools: pools, logger: logger)
+        self.webhooks = Webhooks(pools: pools, logger: logger)
     }
 
     /// The first pool (`EventLoopPools.first`).

@@ -1,0 +1,265 @@
+import Foundation
+import LedgerCore
+import Logging
+import PostgresNIO
+
+/// The queue of deliveries (schema/029, `webhook_deliveries`) and its attempts: filled from the feed, emptied by
+/// the nodes that send (`LedgerWebhooks`), one endpoint at a time under a lease.
+extension Webhooks {
+    /// The feed consumer that queues each event for every endpoint that selects it and existed when it was recorded,
+    /// in the transaction that advances it: each event queued once per endpoint, none lost across restarts, crashes
+    /// or nodes (`FeedConsumers`). `serve` runs it on every node; one at a time holds it.
+    public var queueing: FeedConsumer {
+        FeedConsumer(name: "webhooks") { [logger] events, connection in
+            try await connection.queryToEnd("""
+                INSERT INTO webhook_deliveries
+                    (endpoint, event_id, position, kind, stream_id, version, event_type, queued_at, next_attempt_at)
+                SELECT w.name, e.event_id, e.position, e.kind, e.stream_id, e.version, e.type, now(), now()
+                FROM events e JOIN webhook_endpoints w
+                  ON e.recorded_at >= w.created_at AND webhook_selects(w.event_selectors, e.kind, e.type)
+                WHERE e.position = ANY(\(events.map(\.position)))
+                ORDER BY e.position
+                ON CONFLICT (endpoint, event_id) DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    /// Takes, for `lease`, every endpoint that is enabled, not failing, has a delivery due at `now` and is held by
+    /// no other node — except those named in `busy` (this node's, already being sent to).
+    public func claimEndpoints(node: String, now: Date, lease: Duration, except busy: [String]) async throws -> [WebhookTarget] {
+        let holder = UUID()
+        return try await client.query("""
+            UPDATE webhook_endpoints w
+            SET lease = \(holder), leased_by = \(node), leased_until = \(now.addingTimeInterval(lease.seconds))
+            WHERE w.enabled AND w.failing_since IS NULL AND NOT (w.name = ANY(\(busy)))
+              AND (w.leased_until IS NULL OR w.leased_until <= \(now) OR w.leased_by = \(node))
+              AND EXISTS (SELECT 1 FROM webhook_deliveries d
+                          WHERE d.endpoint = w.name AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now))
+            RETURNING w.name, w.url, w.secret, CASE WHEN w.previous_secret_until > \(now) THEN w.previous_secret END
+            """, logger: logger
+        ) { rows in
+            var targets: [WebhookTarget] = []
+            for try await (name, url, secret, previous) in rows.decode((String, String, ByteBuffer, ByteBuffer?).self) {
+                let secrets = [secret] + (previous.map { [$0] } ?? [])
+                targets.append(WebhookTarget(
+                    name: name, url: url, secrets: secrets.map { WebhookSecret(key: Array($0.readableBytesView)) }, lease: holder))
+            }
+            return targets
+        }
+    }
+
+    /// Up to `limit` deliveries of `target` due at `now`, each the oldest waiting of its stream (so no two of one
+    /// stream: they may be sent at once), in feed order, each with the body to send.
+    public func dueDeliveries(_ target: WebhookTarget, now: Date, limit: Int) async throws -> [WebhookDelivery] {
+        let due = try await client.query("""
+            SELECT \(unescaped: EventStore.columns), attempts FROM events JOIN (
+                SELECT d.position, d.attempts FROM webhook_deliveries d
+                WHERE d.endpoint = \(target.name) AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM webhook_deliveries p
+                      WHERE p.endpoint = d.endpoint AND p.delivered_at IS NULL AND p.kind = d.kind
+                        AND p.stream_id = d.stream_id AND p.version < d.version)
+                ORDER BY d.position LIMIT \(limit)
+            ) due USING (position)
+            ORDER BY position
+            """, .reads, logger: logger
+        ) { rows in
+            var due: [(event: StoredEvent, attempts: Int)] = []
+            for try await row in rows {
+                let columns = row.makeRandomAccess()
+                due.append((try EventStore.decode(columns), try columns[EventStore.columnCount].decode(Int.self)))
+            }
+            return due
+        }
+        var deliveries: [WebhookDelivery] = []
+        for (event, attempts) in due {
+            let body = WebhookBody.render(event, stateAfter: try await state(after: event))
+            deliveries.append(WebhookDelivery(event: event, attempts: attempts, body: body))
+        }
+        return deliveries
+    }
+
+    /// Keeps an attempt and its outcome: delivered, or due again at `next` (nil: its retries are used up). A
+    /// delivery tells that the receiver is back: every other delivery waiting for a retry is due at once. Renews the
+    /// target's lease to `leaseUntil`; false when the lease was lost (another node holds the endpoint: nothing kept).
+    @discardableResult
+    public func keep(
+        _ attempt: WebhookAttempt, of delivery: WebhookDelivery, to target: WebhookTarget, next: Date?, leaseUntil: Date
+    ) async throws -> Bool {
+        let delivered = attempt.outcome == .delivered
+        return try await count("""
+            WITH held AS (
+                UPDATE webhook_endpoints SET leased_until = \(leaseUntil)
+                WHERE name = \(target.name) AND lease = \(target.lease) RETURNING name
+            ), delivery AS (
+                UPDATE webhook_deliveries d
+                SET attempts = attempts + 1,
+                    delivered_at = CASE WHEN \(delivered) THEN \(attempt.at)::timestamptz END,
+                    next_attempt_at = CASE WHEN \(delivered) THEN NULL ELSE \(next)::timestamptz END
+                FROM held WHERE d.endpoint = held.name AND d.event_id = \(delivery.event.eventId) AND d.delivered_at IS NULL
+                RETURNING d.endpoint, d.event_id
+            ), back AS (
+                UPDATE webhook_deliveries d SET next_attempt_at = \(attempt.at)
+                FROM held WHERE \(delivered) AND d.endpoint = held.name AND d.delivered_at IS NULL
+                  AND d.next_attempt_at > \(attempt.at) AND d.event_id <> \(delivery.event.eventId)
+            )
+            INSERT INTO webhook_attempts (endpoint, event_id, attempted_at, node, outcome, status, latency_ms, response)
+            SELECT endpoint, event_id, \(attempt.at), \(attempt.node), \(attempt.outcome.rawValue), \(attempt.status),
+                   \(attempt.latencyMilliseconds), \(attempt.response)
+            FROM delivery
+            RETURNING 1
+            """) == 1
+    }
+
+    /// A delivery used up its retries: the endpoint is failing from `now` (nothing more is sent until an operator
+    /// enables it; its queue is kept).
+    public func markFailing(_ target: WebhookTarget, now: Date) async throws {
+        _ = try await count("""
+            UPDATE webhook_endpoints SET failing_since = \(now), lease = NULL, leased_by = NULL, leased_until = NULL
+            WHERE name = \(target.name) AND lease = \(target.lease) AND failing_since IS NULL RETURNING 1
+            """)
+    }
+
+    /// The receiver answered `410 Gone`: the endpoint is disabled at once.
+    public func disableGone(_ target: WebhookTarget, now: Date) async throws {
+        _ = try await count("""
+            UPDATE webhook_endpoints
+            SET enabled = false, disabled_reason = \("the receiver answered 410 Gone at \(RFC3339.format(now))"),
+                lease = NULL, leased_by = NULL, leased_until = NULL
+            WHERE name = \(target.name) AND lease = \(target.lease) RETURNING 1
+            """)
+    }
+
+    /// Lets go of `target` (its round is over), so another node may take it at once.
+    public func release(_ target: WebhookTarget) async throws {
+        _ = try await count("""
+            UPDATE webhook_endpoints SET lease = NULL, leased_by = NULL, leased_until = NULL
+            WHERE name = \(target.name) AND lease = \(target.lease) RETURNING 1
+            """)
+    }
+
+    /// Sends again, to endpoint `name`, the events of `selection` it selects — delivered before or not, recorded
+    /// before it existed or after — due at `now`, each stream's in order. Returns how many were queued.
+    public func replay(_ name: String, _ selection: WebhookReplay, now: Date) async throws -> Int {
+        let condition: PostgresQuery = switch selection {
+        case .event(let eventId): "e.event_id = \(eventId)"
+        case .positions(let from, let to): "e.position BETWEEN \(from) AND \(to)"
+        case .recorded(let from, let to): "e.recorded_at >= \(from) AND e.recorded_at < \(to)"
+        }
+        var bindings = condition.binds
+        bindings.append(name)
+        bindings.append(now)
+        let sql = """
+            WITH endpoint AS (SELECT name, event_selectors FROM webhook_endpoints WHERE name = $\(bindings.count - 1))
+            INSERT INTO webhook_deliveries
+                (endpoint, event_id, position, kind, stream_id, version, event_type, queued_at, next_attempt_at)
+            SELECT w.name, e.event_id, e.position, e.kind, e.stream_id, e.version, e.type, $\(bindings.count), $\(bindings.count)
+            FROM events e JOIN endpoint w ON webhook_selects(w.event_selectors, e.kind, e.type)
+            WHERE \(condition.sql)
+            ON CONFLICT (endpoint, event_id) DO UPDATE SET delivered_at = NULL, next_attempt_at = EXCLUDED.next_attempt_at
+            RETURNING 1
+            """
+        guard try await endpoint(name, now: now) != nil else { throw WebhookEndpointError.notFound(name) }
+        return try await count(PostgresQuery(unsafeSQL: sql, binds: bindings))
+    }
+
+    /// The state of the event's stream right after it, as its reads show it; nil for a kind this build does not know.
+    func state(after event: StoredEvent) async throws -> JSONValue? {
+        let store = EventStore(client: client, logger: logger, confirmsTokens: false)
+        let events = try await store.read(event.stream, upTo: .version(event.version))
+        switch event.stream.kind {
+        case .order:
+            var order: Order?
+            for stored in events {
+                let parsed = try OrderStream.storedEvent(type: stored.type, dataText: Array(stored.data.canonicalJSON.utf8))
+                order = OrderStream.evolve(order, parsed, stream: stored.stream.id, version: stored.version, recordedAt: stored.recordedAt)
+            }
+            return order?.json
+        case .subscription:
+            var subscription: Subscription?
+            for stored in events {
+                let parsed = try SubscriptionStream.storedEvent(type: stored.type, dataText: Array(stored.data.canonicalJSON.utf8))
+                subscription = SubscriptionStream.evolve(
+                    subscription, parsed, stream: stored.stream.id, version: stored.version, recordedAt: stored.recordedAt)
+            }
+            return subscription?.json(at: event.recordedAt)
+        default:
+            return nil
+        }
+    }
+
+    /// Runs a statement that returns a row per row it changed; returns how many.
+    func count(_ query: PostgresQuery) async throws -> Int {
+        let logger = self.logger
+        return try await client.withConnection(within: Deadline.remaining) { connection in
+            var count = 0
+            for try await _ in try await connection.query(query, logger: logger) { count += 1 }
+            return count
+        }
+    }
+}
+
+/// An endpoint this node holds, to send to: where, and the secrets that sign (the newest first).
+public struct WebhookTarget: Sendable {
+    public var name: String
+    public var url: String
+    public var secrets: [WebhookSecret]
+    public var lease: UUID
+}
+
+/// One event to send, as the endpoint is sent it.
+public struct WebhookDelivery: Sendable {
+    public var event: StoredEvent
+    /// Attempts made before this one.
+    public var attempts: Int
+    /// The JSON body (`WebhookBody`), the same at every attempt.
+    public var body: [UInt8]
+
+    /// The `webhook-id`: the event's id, the same at every attempt and every replay — the receiver's key to ignore a
+    /// delivery it has had.
+    public var messageId: String { "msg_" + event.eventId.lowercasedText.replacingOccurrences(of: "-", with: "") }
+}
+
+/// What one attempt came to.
+public struct WebhookAttempt: Sendable {
+    public enum Outcome: String, Sendable {
+        /// 2xx.
+        case delivered
+        /// Another status.
+        case failed
+        /// 410: the endpoint is disabled.
+        case gone
+        /// No answer within the timeout.
+        case timeout
+        /// No connection, or it broke.
+        case unreachable
+        /// The host's address is loopback, link-local or private, and not allowed.
+        case refusedAddress = "refused_address"
+    }
+
+    public var at: Date
+    public var node: String
+    public var outcome: Outcome
+    public var status: Int?
+    public var latencyMilliseconds: Int
+    /// The receiver's first bytes (at most 512), or what went wrong.
+    public var response: String
+
+    public init(at: Date, node: String, outcome: Outcome, status: Int?, latencyMilliseconds: Int, response: String) {
+        self.at = at
+        self.node = node
+        self.outcome = outcome
+        self.status = status
+        self.latencyMilliseconds = latencyMilliseconds
+        self.response = response
+    }
+}
+
+/// Which events a replay sends again.
+public enum WebhookReplay: Sendable, Hashable {
+    case event(UUID)
+    /// Feed positions, both included.
+    case positions(from: Int64, to: Int64)
+    /// Recorded at or after `from`, before `to`.
+    case recorded(from: Date, to: Date)
+}
