@@ -134,10 +134,24 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // Sends webhooks: what the queue of LedgerPostgres holds, signed, to each endpoint, retried by the plan.
+        .target(
+            name: "LedgerWebhooks",
+            dependencies: [
+                "LedgerCore", "LedgerPostgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "ledger",
             dependencies: [
                 "LedgerCore", "LedgerPostgres", "LedgerHTTP", "LedgerProviders", "LedgerProviderClients", "LedgerRecovery",
+                "LedgerWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -55,6 +55,8 @@ public enum LedgerApplication {
         TokenRoutes(operations: database.operations).register(admins: admins)
         let recoverers = router.group("v1").add(middleware: RequireScope(scope: .ordersRecover, tokens: tokens))
         RecoveryRoutes(recoverer: recoverer).register(recoverers: recoverers)
+        let managers = router.group("v1").add(middleware: RequireScope(scope: .webhooksManage, tokens: tokens))
+        WebhookRoutes(webhooks: database.webhooks).register(managers: managers)
         return router
     }
 

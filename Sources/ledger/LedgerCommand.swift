@@ -11,7 +11,7 @@ struct LedgerCommand: AsyncParsableCommand {
             ServeCommand.self, MigrateCommand.self, TokensCommand.self,
             HistoryCommand.self, RebuildCommand.self, VerifyCommand.self, SealCommand.self, DigestCommand.self,
             ExportCommand.self, ReportCommand.self, ReconcileCommand.self, AnomaliesCommand.self, RecoverCommand.self,
-            DevTokenCommand.self, ConsumersCommand.self,
+            DevTokenCommand.self, ConsumersCommand.self, WebhooksCommand.self,
         ]
     )
 

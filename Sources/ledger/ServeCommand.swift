@@ -5,6 +5,7 @@ import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerRecovery
+import LedgerWebhooks
 import Logging
 import NIOCore
 import NIOPosix
@@ -44,10 +45,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var providers: ProviderOptions
     @OptionGroup var recovery: RecoveryOptions
     @OptionGroup var replicaOptions: ReplicaOptions
-
-    /// The feed consumers `serve` runs, each as a periodic job (`PeriodicJob.consuming`): none yet; the webhooks'
-    /// deliveries will be the first.
-    static let consumers: [FeedConsumer] = []
+    @OptionGroup var webhookOptions: WebhookOptions
 
     func run() async throws {
         // Swift tasks run on NIO's event loops: no hop to the concurrency pool and back on every await of the
@@ -109,8 +107,17 @@ struct ServeCommand: AsyncParsableCommand {
                 return reports.isEmpty ? nil : "asked about \(reports.count) order(s)"
             })
         }
-        jobs += Self.consumers.map { PeriodicJob.consuming($0, on: ledger.consumers, every: .seconds(1)) }
+        // Webhooks: the feed consumer that queues each event for the endpoints that select it, and the dispatcher
+        // that sends what is queued (README, "Webhooks").
+        jobs.append(.consuming(ledger.webhooks.queueing, on: ledger.consumers, every: webhookOptions.interval))
         loops += jobs.map { $0.loop(logger: logger) }
+        let dispatcher = WebhookDispatcher(
+            webhooks: ledger.webhooks, settings: try webhookOptions.settings(), node: Recoverer.thisNode, logger: logger)
+        loops.append(BackgroundLoop(name: "webhooks") { [interval = webhookOptions.interval] in
+            await cancelWhenGracefulShutdown {
+                await withTaskExecutorPreference(BackgroundExecutor.shared) { await dispatcher.run(every: interval) }
+            }
+        })
         do {
             try await Deadline.$request.withValue(.seconds(databaseDeadline)) {
                 try await ServeServices.run(app: app, loops: loops, pools: pools, logger: logger)

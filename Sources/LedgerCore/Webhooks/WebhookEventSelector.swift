@@ -41,6 +41,7 @@ public struct WebhookEventSelector: Sendable, Hashable, CustomStringConvertible 
 
     public struct InvalidSelector: Error, CustomStringConvertible {
         public let pattern: String
+        public init(pattern: String) { self.pattern = pattern }
         public var description: String {
             "event selector '\(pattern)' is none of *, <kind>.* (order.*, subscription.*) or an event type such as order.granted"
         }

@@ -16,6 +16,8 @@ public enum Scope: String, Sendable, Hashable, CaseIterable, Comparable {
     case tokensAdmin = "tokens:admin"
     /// Ask an order's provider now (`POST /v1/orders/{id}/recover`), for support.
     case ordersRecover = "orders:recover"
+    /// Add, change, remove and replay webhook endpoints, and read their deliveries (`/v1/webhooks`), for operators.
+    case webhooksManage = "webhooks:manage"
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool {
         (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)  // every case is in allCases

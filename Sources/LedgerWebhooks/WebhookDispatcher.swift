@@ -1,0 +1,149 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+import Logging
+import Synchronization
+
+/// Sends what the queue holds (`Webhooks`), from every node that runs it (`serve`), one endpoint per node at a time:
+/// - each endpoint is sent to by a task of its own, so a slow or failing endpoint delays no other (nor any request:
+///   this runs beside the server, on the background executor);
+/// - within an endpoint, up to `concurrency` streams at once, each stream's events one after another: the next is
+///   sent only once the receiver acknowledged the one before (`Webhooks.dueDeliveries`);
+/// - a failed attempt is tried again by the retry plan (`WebhookRetryPlan`), a `410 Gone` disables the endpoint,
+///   and one delivery out of retries marks it failing.
+///
+/// Under a lease (`Webhooks.claimEndpoints`): a node that dies mid-delivery frees its endpoints when the lease runs
+/// out, and the next node sends what was not acknowledged — again, with the same `webhook-id`. Two nodes never send
+/// to one endpoint at once.
+public final class WebhookDispatcher: Sendable {
+    public struct Settings: Sendable {
+        /// The whole exchange of one attempt, head and first bytes.
+        public var timeout: Duration = .seconds(15)
+        public var retries: WebhookRetryPlan = .standard
+        public var lease: Duration = .seconds(60)
+        /// Streams of one endpoint sent at once.
+        public var concurrency = 8
+        public var policy: WebhookAddressPolicy = .strict
+
+        public init() {}
+    }
+
+    let webhooks: Webhooks
+    let settings: Settings
+    let node: String
+    let now: @Sendable () -> Date
+    let logger: Logger
+    /// The endpoints this node is sending to now.
+    private let busy = Mutex<Set<String>>([])
+
+    public init(
+        webhooks: Webhooks, settings: Settings, node: String, now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "ledger.webhooks")
+    ) {
+        self.webhooks = webhooks
+        self.settings = settings
+        self.node = node
+        self.now = now
+        self.logger = logger
+    }
+
+    /// Until cancelled: every `interval`, takes the endpoints with something due that no node holds, and starts
+    /// sending to each, without waiting for one to finish before the next tick.
+    public func run(every interval: Duration) async {
+        var observed = ContinuousClock.now - .seconds(60)
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled {
+                do {
+                    for target in try await claim() {
+                        group.addTask { _ = await self.deliver(target) }
+                    }
+                    if ContinuousClock.now - observed >= Self.observationInterval {
+                        observed = .now
+                        WebhookMetrics.observe(try await webhooks.list(now: now()), now: now())
+                    }
+                } catch {
+                    logger.error("webhooks: a round failed: \(String(reflecting: error))")
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// How often the endpoints' lag is read for the metrics.
+    static let observationInterval: Duration = .seconds(5)
+
+    /// One round for tests and `ledger webhooks send`: every endpoint due, each sent to until nothing is due; how
+    /// many attempts were made.
+    public func deliverDue() async throws -> Int {
+        let targets = try await claim()
+        return await withTaskGroup(of: Int.self) { group in
+            for target in targets { group.addTask { await self.deliver(target) } }
+            return await group.reduce(0, +)
+        }
+    }
+
+    private func claim() async throws -> [WebhookTarget] {
+        let targets = try await webhooks.claimEndpoints(
+            node: node, now: now(), lease: settings.lease, except: Array(busy.withLock { $0 }))
+        busy.withLock { busy in for target in targets { busy.insert(target.name) } }
+        return targets
+    }
+
+    /// Sends to `target` until nothing of it is due, it is disabled or failing, or its lease is lost; lets it go
+    /// after. Returns how many attempts were made.
+    func deliver(_ target: WebhookTarget) async -> Int {
+        defer { _ = busy.withLock { $0.remove(target.name) } }
+        let sender = await WebhookSender(target: target, policy: settings.policy, timeout: settings.timeout, node: node)
+        var attempts = 0
+        do {
+            sending: while true {
+                let due = try await webhooks.dueDeliveries(target, now: now(), limit: settings.concurrency)
+                if due.isEmpty { break }
+                let ends = try await withThrowingTaskGroup(of: Ending?.self) { group in
+                    for delivery in due { group.addTask { try await self.attempt(delivery, to: target, by: sender) } }
+                    var ends: [Ending] = []
+                    for try await ending in group { if let ending { ends.append(ending) } }
+                    return ends
+                }
+                attempts += due.count
+                if ends.contains(.gone) {
+                    try await webhooks.disableGone(target, now: now())
+                    logger.warning("webhook \(target.name): the receiver answered 410 Gone; the endpoint is disabled")
+                    break sending
+                }
+                if ends.contains(.outOfRetries) {
+                    try await webhooks.markFailing(target, now: now())
+                    logger.error("webhook \(target.name): a delivery used up its retries; the endpoint is failing (ledger webhooks enable)")
+                    break sending
+                }
+                if ends.contains(.leaseLost) { break sending }
+            }
+            try await webhooks.release(target)
+        } catch {
+            logger.error("webhook \(target.name): \(String(reflecting: error))")
+        }
+        await sender.shutdown()
+        return attempts
+    }
+
+    private enum Ending { case gone, outOfRetries, leaseLost }
+
+    /// One attempt, kept; what it ends, if anything.
+    private func attempt(_ delivery: WebhookDelivery, to target: WebhookTarget, by sender: WebhookSender) async throws -> Ending? {
+        let (attempt, retryAfter) = await sender.send(delivery, now: now())
+        WebhookMetrics.attempted(attempt, endpoint: target.name)
+        let next: Date? = switch attempt.outcome {
+        case .delivered: nil
+        case .gone: attempt.at
+        default: settings.retries.nextAttempt(after: delivery.attempts + 1, at: attempt.at, retryAfter: retryAfter)
+        }
+        guard try await webhooks.keep(
+            attempt, of: delivery, to: target, next: next, leaseUntil: attempt.at.addingTimeInterval(settings.lease.seconds))
+        else { return .leaseLost }
+        if attempt.outcome != .delivered {
+            logger.notice("webhook \(target.name): \(delivery.messageId) \(attempt.outcome.rawValue) \(attempt.status.map(String.init) ?? "")")
+        }
+        if attempt.outcome == .gone { return .gone }
+        return attempt.outcome != .delivered && next == nil ? .outOfRetries : nil
+    }
+}
