@@ -228,6 +228,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(
+            name: "LedgerWebhooksTests",
+            dependencies: [
+                "LedgerWebhooks", "LedgerPostgres", "LedgerCore", "LedgerTestSupport", "ProviderTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Drives the built `ledger` binary, as a user would.
         .testTarget(
             name: "LedgerCLITests",

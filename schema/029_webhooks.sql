@@ -46,6 +46,9 @@ CREATE TABLE webhook_deliveries (
     attempts        integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     next_attempt_at timestamptz,
     delivered_at    timestamptz,
+    -- Its last attempt found no receiver (no connection, no answer in time, 502, 503 or 504): when another delivery
+    -- to the endpoint succeeds, the receiver is back, and this one is due at once rather than at its back-off's end.
+    receiver_absent boolean NOT NULL DEFAULT false,
     PRIMARY KEY (endpoint, event_id)
 );
 

@@ -3,8 +3,8 @@ import HummingbirdTesting
 import Synchronization
 
 /// Runs a provider's stand-in (`router`) on a free loopback port while `body` runs with its base URL.
-enum StandInServer {
-    static func run<T: Sendable>(
+public enum StandInServer {
+    public static func run<T: Sendable>(
         _ router: Router<BasicRequestContext>, _ body: @Sendable @escaping (String) async throws -> T
     ) async throws -> T {
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))

@@ -80,7 +80,8 @@ extension Webhooks {
     }
 
     /// Keeps an attempt and its outcome: delivered, or due again at `next` (nil: its retries are used up). A
-    /// delivery tells that the receiver is back: every other delivery waiting for a retry is due at once. Renews the
+    /// delivery tells that the receiver is back: every other delivery waiting because it found no receiver is due at
+    /// once (one the receiver refused keeps its back-off, or a bad event would be hammered). Renews the
     /// target's lease to `leaseUntil`; false when the lease was lost (another node holds the endpoint: nothing kept).
     @discardableResult
     public func keep(
@@ -95,12 +96,13 @@ extension Webhooks {
                 UPDATE webhook_deliveries d
                 SET attempts = attempts + 1,
                     delivered_at = CASE WHEN \(delivered) THEN \(attempt.at)::timestamptz END,
-                    next_attempt_at = CASE WHEN \(delivered) THEN NULL ELSE \(next)::timestamptz END
+                    next_attempt_at = CASE WHEN \(delivered) THEN NULL ELSE \(next)::timestamptz END,
+                    receiver_absent = \(attempt.foundNoReceiver)
                 FROM held WHERE d.endpoint = held.name AND d.event_id = \(delivery.event.eventId) AND d.delivered_at IS NULL
                 RETURNING d.endpoint, d.event_id
             ), back AS (
                 UPDATE webhook_deliveries d SET next_attempt_at = \(attempt.at)
-                FROM held WHERE \(delivered) AND d.endpoint = held.name AND d.delivered_at IS NULL
+                FROM held WHERE \(delivered) AND d.endpoint = held.name AND d.delivered_at IS NULL AND d.receiver_absent
                   AND d.next_attempt_at > \(attempt.at) AND d.event_id <> \(delivery.event.eventId)
             )
             INSERT INTO webhook_attempts (endpoint, event_id, attempted_at, node, outcome, status, latency_ms, response)
@@ -244,6 +246,11 @@ public struct WebhookAttempt: Sendable {
     public var latencyMilliseconds: Int
     /// The receiver's first bytes (at most 512), or what went wrong.
     public var response: String
+
+    /// No receiver answered: no connection, no answer in time, or a gateway's 502, 503 or 504.
+    var foundNoReceiver: Bool {
+        outcome == .unreachable || outcome == .timeout || [502, 503, 504].contains(status ?? 0)
+    }
 
     public init(at: Date, node: String, outcome: Outcome, status: Int?, latencyMilliseconds: Int, response: String) {
         self.at = at

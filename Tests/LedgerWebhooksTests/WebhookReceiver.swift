@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LedgerCore
+import ProviderTestSupport
+import Synchronization
+
+/// The README's verification, as a receiver writes it (README, "Webhooks", "Verify a delivery"): true when `body` was
+/// signed by the ledger with `secret` (whsec_…) under the headers it came with, sent less than five minutes ago.
+func isSignedByLedger(
+    body: [UInt8], id: String, timestamp: String, signatures: String, secret: String, now: Date = Date()
+) -> Bool {
+    guard let key = Data(base64Encoded: String(secret.dropFirst("whsec_".count))),
+          let sent = TimeInterval(timestamp), abs(now.timeIntervalSince1970 - sent) < 300
+    else { return false }
+    let mac = HMAC<SHA256>.authenticationCode(for: Data("\(id).\(timestamp).".utf8) + body, using: SymmetricKey(data: key))
+    let expected = "v1," + Data(mac).base64EncodedString()
+    return signatures.split(separator: " ").contains { $0 == expected }
+}
+
+/// A real HTTP receiver on a loopback port: it keeps every delivery it is sent, checks its signature with the
+/// README's code, and answers what the test says.
+final class WebhookReceiver: Sendable {
+    struct Received: Sendable {
+        let id: String
+        let timestamp: String
+        let signatures: String
+        let body: [UInt8]
+        /// What the receiver answered.
+        var status = 0
+        var json: JSONValue? { try? JSONValue(parsing: body) }
+        var streamId: String? {
+            guard case .object(let top)? = json, case .object(let data)? = top["data"], case .object(let event)? = data["event"],
+                  case .string(let id)? = event["streamId"] else { return nil }
+            return id
+        }
+        var version: Int64? {
+            guard case .object(let top)? = json, case .object(let data)? = top["data"], case .object(let event)? = data["event"],
+                  case .int(let version)? = event["version"] else { return nil }
+            return version
+        }
+    }
+
+    /// What to answer a delivery: a status, and `Retry-After` when given; it may wait first.
+    typealias Answer = @Sendable (Received) async -> (status: HTTPResponse.Status, retryAfter: Int?)
+
+    let received = Mutex<[Received]>([])
+    let inFlight = Mutex<(now: Int, most: Int, ids: Set<String>, concurrentDuplicates: Int)>((0, 0, [], 0))
+    private let answer: Mutex<Answer>
+
+    init(answer: @escaping Answer = { _ in (.noContent, nil) }) {
+        self.answer = Mutex(answer)
+    }
+
+    func answer(with answer: @escaping Answer) { self.answer.withLock { $0 = answer } }
+
+    var all: [Received] { received.withLock { $0 } }
+
+    /// Runs the receiver while `body` runs with its URL.
+    func run<T: Sendable>(_ body: @Sendable @escaping (String) async throws -> T) async throws -> T {
+        let router = Router()
+        router.post("hooks") { request, _ -> Response in
+            let bytes = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
+            func header(_ name: String) -> String { HTTPField.Name(name).flatMap { request.headers[$0] } ?? "" }
+            let delivery = Received(
+                id: header("webhook-id"), timestamp: header("webhook-timestamp"), signatures: header("webhook-signature"),
+                body: bytes)
+            self.inFlight.withLock { state in
+                state.now += 1
+                state.most = max(state.most, state.now)
+                if !state.ids.insert(delivery.id).inserted { state.concurrentDuplicates += 1 }
+            }
+            defer { self.inFlight.withLock { state in state.now -= 1; state.ids.remove(delivery.id) } }
+            let (status, retryAfter) = await self.answer.withLock { $0 }(delivery)
+            var answered = delivery
+            answered.status = Int(status.code)
+            self.received.withLock { $0.append(answered) }
+            var headers = HTTPFields()
+            if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+            return Response(status: status, headers: headers)
+        }
+        return try await StandInServer.run(router) { base in try await body(base + "/hooks") }
+    }
+}
