@@ -1,0 +1,80 @@
+import Foundation
+import LedgerCore
+@testable import LedgerPostgres
+import LedgerTestSupport
+@testable import LedgerWebhooks
+import Synchronization
+import Testing
+
+/// The dispatcher's loop as `serve` runs it, on the real clock: endpoints do not wait for one another, and nodes do
+/// not send one endpoint's event twice at once.
+@Suite("Webhooks: endpoints apart, nodes together")
+struct WebhookNodesTests {
+    /// One endpoint that holds its answer (past 10 s, until the test ends) delays no other.
+    @Test func aSlowEndpointDelaysNoOther() async throws {
+        let slowAnswered = Gate()
+        let slow = WebhookReceiver { _ in
+            await slowAnswered.wait()
+            return (.noContent, nil)
+        }
+        try await WebhookFixture.run { fixture in
+            try await slow.run { slowURL in
+                _ = try await fixture.database.webhooks.add(
+                    name: "slow", url: try WebhookEndpointURL(slowURL), selectors: [try #require(WebhookEventSelector("*"))],
+                    now: fixture.clock.now.addingTimeInterval(-1))
+                let dispatcher = fixture.dispatcher()
+                let loop = Task { await dispatcher.run(every: .milliseconds(20)) }
+                defer { loop.cancel() }
+                try await fixture.database.ledger.record(
+                    orderId: "first", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
+                try await fixture.queue(1)
+                #expect(await eventually(within: .seconds(5)) { slow.inFlight.withLock { $0.now } == 1 && fixture.receiver.all.count == 1 })
+                try await fixture.database.ledger.record(
+                    orderId: "second", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
+                try await fixture.queue(1)
+                let started = ContinuousClock.now
+                #expect(await eventually(within: .seconds(5)) { fixture.receiver.all.count == 2 },
+                        "the fast endpoint has its second event while the slow one still holds its first")
+                #expect(ContinuousClock.now - started < .seconds(5))
+                #expect(slow.all.isEmpty && slow.inFlight.withLock { $0.now } == 1, "the slow one's answer has not come")
+                slowAnswered.open()
+            }
+        }
+    }
+
+    /// Three nodes run the loop on one endpoint while orders are recorded: every event arrives, none while another
+    /// copy of it is in flight, none twice (no attempt failed), each stream's in order.
+    @Test func threeNodesSendOneEndpointWithoutConcurrentDuplicates() async throws {
+        let receiver = WebhookReceiver { _ in
+            try? await Task.sleep(for: .milliseconds(5))
+            return (.noContent, nil)
+        }
+        try await WebhookFixture.run(receiver: receiver) { fixture in
+            let nodes = ["node-a", "node-b", "node-c"].map { name in fixture.dispatcher(node: name) { $0.lease = .seconds(2) } }
+            let loops = nodes.map { node in Task { await node.run(every: .milliseconds(5)) } }
+            defer { loops.forEach { $0.cancel() } }
+            let queueing = Task {
+                while !Task.isCancelled {
+                    _ = try? await fixture.database.consumers.run(fixture.database.webhooks.queueing, node: "queue")
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            defer { queueing.cancel() }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask { try await recordHappyOrders(5, prefix: "writer\(writer)", on: fixture.database.ledger) }
+                }
+                try await group.waitForAll()
+            }
+            #expect(await eventually(within: .seconds(60)) { Set(receiver.all.map(\.id)).count == 120 })
+            let state = receiver.inFlight.withLock { $0 }
+            #expect(state.concurrentDuplicates == 0, "no event in flight twice at once")
+            #expect(receiver.all.count == 120, "no event sent twice: none failed")
+            let acknowledged = receiver.acknowledged()
+            #expect(acknowledged.count == 20 && acknowledged.values.allSatisfy { $0 == [1, 2, 3, 4, 5, 6] })
+            let nodesThatSent = Set(try await fixture.database.webhooks.deliveries("backend", state: .delivered, before: nil, limit: 500, now: fixture.clock.now)
+                .compactMap { $0.lastAttempt?.node })
+            #expect(!nodesThatSent.isEmpty)
+        }
+    }
+}
