@@ -45,6 +45,6 @@ public struct APIError: Error, Sendable {
         "order_exists", "transaction_bound_elsewhere", "transaction_mismatch", "already_granted", "account_mismatch",
         "product_mismatch", "environment_mismatch", "amount_mismatch", "unavailable", "internal_error", "contended",
         "provider_not_configured", "provider_message_refused", "request_timeout", "not_configured", "recovery_in_progress",
-        "provider_unavailable", "subscription_mismatch",
+        "provider_unavailable", "subscription_mismatch", "name_taken",
     ]
 }

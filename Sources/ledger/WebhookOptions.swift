@@ -39,7 +39,7 @@ struct WebhookOptions: ParsableArguments {
         var settings = WebhookDispatcher.Settings()
         settings.timeout = .seconds(timeout)
         // A node holds an endpoint well past an attempt's longest wait, renewed at each attempt kept.
-        settings.lease = .seconds(max(60, 4 * timeout))
+        settings.lease = .seconds(max(10, 4 * timeout))
         settings.policy = try policy()
         return settings
     }

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 @testable import LedgerPostgres
 import LedgerTestSupport
+import ProviderTestSupport
 @testable import LedgerWebhooks
 import Synchronization
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 @testable import LedgerPostgres
 import LedgerTestSupport
+import ProviderTestSupport
 @testable import LedgerWebhooks
 import Synchronization
 
@@ -69,16 +70,5 @@ struct WebhookFixture: Sendable {
         isSignedByLedger(
             body: delivery.body, id: delivery.id, timestamp: delivery.timestamp, signatures: delivery.signatures,
             secret: (secret ?? self.secret).text, now: clock.now)
-    }
-}
-
-extension WebhookReceiver {
-    /// The versions each stream was acknowledged in, in the order received.
-    func acknowledged() -> [String: [Int64]] {
-        var streams: [String: [Int64]] = [:]
-        for delivery in all where (200..<300).contains(delivery.status) {
-            if let stream = delivery.streamId, let version = delivery.version { streams[stream, default: []].append(version) }
-        }
-        return streams
     }
 }

@@ -3,12 +3,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerCore
-import ProviderTestSupport
 import Synchronization
 
 /// The README's verification, as a receiver writes it (README, "Webhooks", "Verify a delivery"): true when `body` was
 /// signed by the ledger with `secret` (whsec_…) under the headers it came with, sent less than five minutes ago.
-func isSignedByLedger(
+public func isSignedByLedger(
     body: [UInt8], id: String, timestamp: String, signatures: String, secret: String, now: Date = Date()
 ) -> Bool {
     guard let key = Data(base64Encoded: String(secret.dropFirst("whsec_".count))),
@@ -21,21 +20,21 @@ func isSignedByLedger(
 
 /// A real HTTP receiver on a loopback port: it keeps every delivery it is sent, checks its signature with the
 /// README's code, and answers what the test says.
-final class WebhookReceiver: Sendable {
-    struct Received: Sendable {
-        let id: String
-        let timestamp: String
-        let signatures: String
-        let body: [UInt8]
+public final class WebhookReceiver: Sendable {
+    public struct Received: Sendable {
+        public let id: String
+        public let timestamp: String
+        public let signatures: String
+        public let body: [UInt8]
         /// What the receiver answered.
-        var status = 0
-        var json: JSONValue? { try? JSONValue(parsing: body) }
-        var streamId: String? {
+        public var status = 0
+        public var json: JSONValue? { try? JSONValue(parsing: body) }
+        public var streamId: String? {
             guard case .object(let top)? = json, case .object(let data)? = top["data"], case .object(let event)? = data["event"],
                   case .string(let id)? = event["streamId"] else { return nil }
             return id
         }
-        var version: Int64? {
+        public var version: Int64? {
             guard case .object(let top)? = json, case .object(let data)? = top["data"], case .object(let event)? = data["event"],
                   case .int(let version)? = event["version"] else { return nil }
             return version
@@ -43,22 +42,22 @@ final class WebhookReceiver: Sendable {
     }
 
     /// What to answer a delivery: a status, and `Retry-After` when given; it may wait first.
-    typealias Answer = @Sendable (Received) async -> (status: HTTPResponse.Status, retryAfter: Int?)
+    public typealias Answer = @Sendable (Received) async -> (status: HTTPResponse.Status, retryAfter: Int?)
 
-    let received = Mutex<[Received]>([])
-    let inFlight = Mutex<(now: Int, most: Int, ids: Set<String>, concurrentDuplicates: Int)>((0, 0, [], 0))
+    public let received = Mutex<[Received]>([])
+    public let inFlight = Mutex<(now: Int, most: Int, ids: Set<String>, concurrentDuplicates: Int)>((0, 0, [], 0))
     private let answer: Mutex<Answer>
 
-    init(answer: @escaping Answer = { _ in (.noContent, nil) }) {
+    public init(answer: @escaping Answer = { _ in (.noContent, nil) }) {
         self.answer = Mutex(answer)
     }
 
-    func answer(with answer: @escaping Answer) { self.answer.withLock { $0 = answer } }
+    public func answer(with answer: @escaping Answer) { self.answer.withLock { $0 = answer } }
 
-    var all: [Received] { received.withLock { $0 } }
+    public var all: [Received] { received.withLock { $0 } }
 
     /// Runs the receiver while `body` runs with its URL.
-    func run<T: Sendable>(_ body: @Sendable @escaping (String) async throws -> T) async throws -> T {
+    public func run<T: Sendable>(_ body: @Sendable @escaping (String) async throws -> T) async throws -> T {
         let router = Router()
         router.post("hooks") { request, _ -> Response in
             let bytes = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
@@ -81,5 +80,16 @@ final class WebhookReceiver: Sendable {
             return Response(status: status, headers: headers)
         }
         return try await StandInServer.run(router) { base in try await body(base + "/hooks") }
+    }
+}
+
+extension WebhookReceiver {
+    /// The versions each stream was acknowledged in (2xx), in the order answered.
+    public func acknowledged() -> [String: [Int64]] {
+        var streams: [String: [Int64]] = [:]
+        for delivery in all where (200..<300).contains(delivery.status) {
+            if let stream = delivery.streamId, let version = delivery.version { streams[stream, default: []].append(version) }
+        }
+        return streams
     }
 }
