@@ -31,9 +31,10 @@ CREATE FUNCTION webhook_selects(selectors text[], kind text, type text) RETURNS 
 LANGUAGE sql IMMUTABLE AS $$ SELECT selectors && ARRAY['*', kind || '.*', type] $$;
 
 -- One event to send to one endpoint (written by the feed consumer `webhooks`, in the transaction that advances it:
--- each event queued once per endpoint). Pending while delivered_at is NULL; due at next_attempt_at (NULL and not
--- delivered: its retries are used up). A stream's event is sent only once its earlier ones to this endpoint were
--- delivered (version order).
+-- each event queued once per endpoint). Pending until delivered_at (or given_up_at: its retries used up). A stream's
+-- event is sent only once its earlier ones to this endpoint were delivered (version order): only the oldest pending
+-- of a stream is scheduled (next_attempt_at); the ones after it wait unscheduled (NULL) and are scheduled when it is
+-- delivered, so a receiver down for hours leaves one due row per stream to look at, not its whole backlog.
 CREATE TABLE webhook_deliveries (
     endpoint        text NOT NULL REFERENCES webhook_endpoints (name) ON DELETE CASCADE,
     event_id        uuid NOT NULL,
@@ -46,6 +47,7 @@ CREATE TABLE webhook_deliveries (
     attempts        integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     next_attempt_at timestamptz,
     delivered_at    timestamptz,
+    given_up_at     timestamptz,
     -- Its last attempt found no receiver (no connection, no answer in time, 502, 503 or 504): when another delivery
     -- to the endpoint succeeds, the receiver is back, and this one is due at once rather than at its back-off's end.
     receiver_absent boolean NOT NULL DEFAULT false,

@@ -63,6 +63,7 @@ struct ConsoleBrowserTests {
     @Test func aRealBrowserWalksTheConsole() async throws {
         try await TestDatabase.withURL { url, client in
             var scenario = Scenario()
+            try await ConsoleBrowserTests.addWebhook(on: LedgerDatabase(client: client))
             try await scenario.record(on: Ledger(client: client))
             // The switched order is also a lost order once it waited past lost_order's threshold (10 minutes): its
             // projection's time is moved an hour back, as if recorded then (the events stay untouched).
@@ -180,6 +181,7 @@ struct ConsoleBrowserTests {
         let orders = try await browser.run("return [...document.querySelectorAll('#orders tbody tr')].map(r => r.cells[0].textContent).sort()")
         #expect(orders == ["order-lost", "order-normal"])
         try await walkSubscriptions(browser)
+        try await walkWebhooks(browser)
 
         // The refused account switch is shown with its order; the late receipt's flag too.
         try await search(browser, "order-switched")

@@ -95,6 +95,10 @@ struct WebhookDeliveryTests {
             #expect(fixture.receiver.acknowledged()["free-0"] == [1, 2, 3, 4, 5, 6])
             #expect(fixture.receiver.all.filter { $0.streamId == "stuck-0" }.compactMap(\.version) == [1],
                     "only its first was tried, once: the other stream's successes do not hurry a refused event's retry")
+            let pending = try await fixture.database.webhooks.deliveries("backend", state: .pending, before: nil, limit: 10, now: fixture.clock.now)
+            #expect(pending.count == 5 + 1 && pending.allSatisfy { $0.stream.id == "stuck-0" })
+            #expect(pending.filter { $0.nextAttemptAt != nil }.map(\.version) == [1],
+                    "only the oldest pending event of a stream is scheduled; the rest wait their turn")
 
             blocked.withLock { $0 = false }
             fixture.clock.advance(10)

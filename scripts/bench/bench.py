@@ -124,15 +124,16 @@ class Cluster:
 
 
 class Service:
-    def __init__(self, ledger, url, port, log_path):
+    def __init__(self, ledger, url, port, log_path, arguments=()):
         self.ledger, self.url, self.port, self.log_path = ledger, url, port, log_path
+        self.arguments = list(arguments)
         self.process = None
 
     def start(self):
         env = dict(os.environ, LOG_LEVEL=os.environ.get("BENCH_LOG_LEVEL", "warning"))
         self.log_file = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [self.ledger, "serve", "--port", str(self.port), "--database-url", self.url],
+            [self.ledger, "serve", "--port", str(self.port), "--database-url", self.url] + self.arguments,
             stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
         while time.time() < deadline:

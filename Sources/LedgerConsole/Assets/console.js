@@ -754,6 +754,50 @@ async function digest() {
   });
 }
 
+async function webhooks() {
+  await attempt("webhooks:manage", async (show) => {
+    const { webhooks } = (await api("/v1/webhooks")).json;
+    if (!webhooks.length) {
+      return show(el("h1", {}, "Webhooks"),
+        el("p", {}, "No endpoint yet: ledger webhooks add --name NAME --url URL --events 'order.*'"));
+    }
+    show(
+      el("h1", {}, "Webhooks"),
+      table(["Endpoint", "Health", "URL", "Events", "Waiting", "Oldest waiting since", "Last delivered"],
+        webhooks.map((w) => [
+          link("#/webhook/" + encodeURIComponent(w.name), w.name),
+          el("span", { class: "health-" + w.health, "data-health": w.health },
+            w.health + (w.disabledReason ? ` (${w.disabledReason})` : "") + (w.failingSince ? ` since ${time(w.failingSince)}` : "")),
+          w.url, w.events.join(", "), String(w.pending), w.oldestPendingSince ? time(w.oldestPendingSince) : "–",
+          w.lastDeliveredAt ? time(w.lastDeliveredAt) : "–",
+        ]), { id: "webhooks", numeric: ["Waiting"] }));
+  });
+}
+
+async function webhook(name) {
+  await attempt("webhooks:manage", async (show) => {
+    const endpoint = (await api("/v1/webhooks/" + encodeURIComponent(name))).json;
+    const { deliveries } = (await api("/v1/webhooks/" + encodeURIComponent(name) + "/deliveries?limit=50")).json;
+    show(
+      el("h1", {}, "Webhook ", el("code", {}, endpoint.name)),
+      el("div", { class: "panel" }, el("dl", { class: "facts" },
+        el("dt", {}, "Health"), el("dd", { id: "webhook-health" }, endpoint.health + (endpoint.disabledReason ? ` (${endpoint.disabledReason})` : "")),
+        el("dt", {}, "URL"), el("dd", {}, endpoint.url),
+        el("dt", {}, "Events"), el("dd", {}, endpoint.events.join(", ")),
+        el("dt", {}, "Waiting"), el("dd", {}, `${endpoint.pending}` + (endpoint.oldestPendingSince ? `, the oldest since ${time(endpoint.oldestPendingSince)}` : "")),
+        el("dt", {}, "Sending"), el("dd", {}, endpoint.deliveringNode || "no node now"))),
+      el("h2", {}, "Recent deliveries"),
+      table(["Position", "Stream", "Event", "State", "Attempts", "Last attempt", "Outcome", "Status", "Took", "Answer"],
+        deliveries.map((d) => {
+          const last = d.lastAttempt;
+          return [String(d.position), d.kind === "order" ? link("#/order/" + encodeURIComponent(d.streamId), d.streamId) : `${d.kind} ${d.streamId}`,
+            d.type, d.state, String(d.attempts), last ? time(last.at) : "–", last ? last.outcome : "–",
+            last && last.status !== null ? String(last.status) : "–", last ? `${last.latencyMs} ms` : "–",
+            last ? el("code", {}, last.response.slice(0, 80)) : "–"];
+        }), { id: "deliveries", numeric: ["Position", "Attempts", "Status"] }));
+  });
+}
+
 // ---- Routing -----------------------------------------------------------------------------------------------------
 
 async function route() {
@@ -771,6 +815,8 @@ async function route() {
     case "revenue": return revenue(params);
     case "reconcile": return reconcile();
     case "digest": return digest();
+    case "webhooks": return webhooks();
+    case "webhook": return webhook(parts[1]);
     default: return home();
   }
 }

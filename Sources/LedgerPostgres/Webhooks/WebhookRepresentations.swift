@@ -20,7 +20,7 @@ extension WebhookDeliveryRecord {
             "eventId": .string(eventId.lowercasedText), "position": .int(position), "kind": .string(stream.kind.name),
             "streamId": .string(stream.id), "version": .int(Int64(version)), "type": .string(type),
             "state": .string(state.rawValue), "queuedAt": .time(queuedAt), "attempts": .int(Int64(attempts)),
-            "nextAttemptAt": .time(nextAttemptAt), "deliveredAt": .time(deliveredAt),
+            "nextAttemptAt": .time(nextAttemptAt), "deliveredAt": .time(deliveredAt), "givenUpAt": .time(givenUpAt),
             "lastAttempt": lastAttempt?.json ?? .null,
         ]
     }

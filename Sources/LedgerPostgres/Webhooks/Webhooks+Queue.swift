@@ -11,14 +11,24 @@ extension Webhooks {
     /// or nodes (`FeedConsumers`). `serve` runs it on every node; one at a time holds it.
     public var queueing: FeedConsumer {
         FeedConsumer(name: "webhooks") { [logger] events, connection in
+            // Only the oldest pending event of a stream is scheduled: the first of the page's for its stream, and
+            // only when none of the stream's is pending already.
             try await connection.queryToEnd("""
                 INSERT INTO webhook_deliveries
                     (endpoint, event_id, position, kind, stream_id, version, event_type, queued_at, next_attempt_at)
-                SELECT w.name, e.event_id, e.position, e.kind, e.stream_id, e.version, e.type, now(), now()
-                FROM events e JOIN webhook_endpoints w
-                  ON e.recorded_at >= w.created_at AND webhook_selects(w.event_selectors, e.kind, e.type)
-                WHERE e.position = ANY(\(events.map(\.position)))
-                ORDER BY e.position
+                SELECT name, event_id, position, kind, stream_id, version, type, now(),
+                       CASE WHEN first AND NOT EXISTS (
+                           SELECT 1 FROM webhook_deliveries p
+                           WHERE p.endpoint = name AND p.kind = queued.kind AND p.stream_id = queued.stream_id
+                             AND p.delivered_at IS NULL) THEN now() END
+                FROM (
+                    SELECT w.name, e.event_id, e.position, e.kind, e.stream_id, e.version, e.type,
+                           row_number() OVER (PARTITION BY w.name, e.kind, e.stream_id ORDER BY e.version) = 1 AS first
+                    FROM events e JOIN webhook_endpoints w
+                      ON e.recorded_at >= w.created_at AND webhook_selects(w.event_selectors, e.kind, e.type)
+                    WHERE e.position = ANY(\(events.map(\.position)))
+                ) queued
+                ORDER BY position
                 ON CONFLICT (endpoint, event_id) DO NOTHING
                 """, logger: logger)
         }
@@ -79,9 +89,10 @@ extension Webhooks {
         return deliveries
     }
 
-    /// Keeps an attempt and its outcome: delivered, or due again at `next` (nil: its retries are used up). A
-    /// delivery tells that the receiver is back: every other delivery waiting because it found no receiver is due at
-    /// once (one the receiver refused keeps its back-off, or a bad event would be hammered). Renews the
+    /// Keeps an attempt and its outcome: delivered (and the stream's next pending event scheduled at once), or due
+    /// again at `next` (nil: its retries are used up). A delivery tells that the receiver is back: every other
+    /// delivery waiting because it found no receiver is due at once (one the receiver refused keeps its back-off, or
+    /// a bad event would be hammered). Renews the
     /// target's lease to `leaseUntil`; false when the lease was lost (another node holds the endpoint: nothing kept).
     @discardableResult
     public func keep(
@@ -97,9 +108,20 @@ extension Webhooks {
                 SET attempts = attempts + 1,
                     delivered_at = CASE WHEN \(delivered) THEN \(attempt.at)::timestamptz END,
                     next_attempt_at = CASE WHEN \(delivered) THEN NULL ELSE \(next)::timestamptz END,
+                    given_up_at = CASE WHEN NOT \(delivered) AND \(next)::timestamptz IS NULL THEN \(attempt.at)::timestamptz END,
                     receiver_absent = \(attempt.foundNoReceiver)
                 FROM held WHERE d.endpoint = held.name AND d.event_id = \(delivery.event.eventId) AND d.delivered_at IS NULL
-                RETURNING d.endpoint, d.event_id
+                RETURNING d.endpoint, d.event_id, d.kind, d.stream_id, d.version
+            ), next_of_stream AS (
+                UPDATE webhook_deliveries d SET next_attempt_at = \(attempt.at)
+                FROM delivery
+                WHERE \(delivered) AND d.endpoint = delivery.endpoint AND d.kind = delivery.kind
+                  AND d.stream_id = delivery.stream_id AND d.delivered_at IS NULL AND d.next_attempt_at IS NULL
+                  AND d.given_up_at IS NULL
+                  AND d.version = (SELECT min(p.version) FROM webhook_deliveries p
+                                   WHERE p.endpoint = delivery.endpoint AND p.kind = delivery.kind
+                                     AND p.stream_id = delivery.stream_id AND p.delivered_at IS NULL
+                                     AND p.version > delivery.version)
             ), back AS (
                 UPDATE webhook_deliveries d SET next_attempt_at = \(attempt.at)
                 FROM held WHERE \(delivered) AND d.endpoint = held.name AND d.delivered_at IS NULL AND d.receiver_absent
@@ -158,7 +180,8 @@ extension Webhooks {
             SELECT w.name, e.event_id, e.position, e.kind, e.stream_id, e.version, e.type, $\(bindings.count), $\(bindings.count)
             FROM events e JOIN endpoint w ON webhook_selects(w.event_selectors, e.kind, e.type)
             WHERE \(condition.sql)
-            ON CONFLICT (endpoint, event_id) DO UPDATE SET delivered_at = NULL, next_attempt_at = EXCLUDED.next_attempt_at
+            ON CONFLICT (endpoint, event_id) DO UPDATE
+                SET delivered_at = NULL, given_up_at = NULL, next_attempt_at = EXCLUDED.next_attempt_at
             RETURNING 1
             """
         guard try await endpoint(name, now: now) != nil else { throw WebhookEndpointError.notFound(name) }

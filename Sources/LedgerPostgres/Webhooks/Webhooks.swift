@@ -75,17 +75,17 @@ public struct Webhooks: Sendable {
             """)
     }
 
-    /// Sends to `name` again: disabled or failing, its queued deliveries are due at once, the oldest of each stream
-    /// first.
+    /// Sends to `name` again: disabled or failing, the oldest pending delivery of each stream is due at once (given
+    /// up or waiting for a retry); the rest follow each in its turn.
     public func enable(_ name: String, now: Date) async throws {
         try await changeOne(name, """
             WITH endpoint AS (
                 UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, failing_since = NULL
                 WHERE name = \(name) RETURNING name
             ), due AS (
-                UPDATE webhook_deliveries d SET next_attempt_at = \(now)
+                UPDATE webhook_deliveries d SET next_attempt_at = \(now), given_up_at = NULL
                 FROM endpoint WHERE d.endpoint = endpoint.name AND d.delivered_at IS NULL
-                  AND (d.next_attempt_at IS NULL OR d.next_attempt_at > \(now))
+                  AND (d.given_up_at IS NOT NULL OR d.next_attempt_at > \(now))
             )
             SELECT 1 FROM endpoint
             """)
