@@ -7,7 +7,7 @@ import Synchronization
 /// Sends what the queue holds (`Webhooks`), from every node that runs it (`serve`), one endpoint per node at a time:
 /// - each endpoint is sent to by a task of its own, so a slow or failing endpoint delays no other (nor any request:
 ///   this runs beside the server, on the background executor);
-/// - within an endpoint, up to `concurrency` streams at once, each stream's events one after another: the next is
+/// - within an endpoint, up to `concurrency` streams at once (16), each stream's events one after another: the next is
 ///   sent only once the receiver acknowledged the one before (`Webhooks.dueDeliveries`);
 /// - a failed attempt is tried again by the retry plan (`WebhookRetryPlan`), a `410 Gone` disables the endpoint,
 ///   and one delivery out of retries marks it failing.
@@ -21,8 +21,8 @@ public final class WebhookDispatcher: Sendable {
         public var timeout: Duration = .seconds(15)
         public var retries: WebhookRetryPlan = .standard
         public var lease: Duration = .seconds(60)
-        /// Streams of one endpoint sent at once.
-        public var concurrency = 8
+        /// Streams of one endpoint sent at once (and connections to it).
+        public var concurrency = 16
         public var policy: WebhookAddressPolicy = .strict
 
         public init() {}
@@ -93,15 +93,24 @@ public final class WebhookDispatcher: Sendable {
     /// after. Returns how many attempts were made.
     func deliver(_ target: WebhookTarget) async -> Int {
         defer { _ = busy.withLock { $0.remove(target.name) } }
-        let sender = await WebhookSender(target: target, policy: settings.policy, timeout: settings.timeout, node: node)
+        let sender = await WebhookSender(
+            target: target, policy: settings.policy, timeout: settings.timeout, connections: settings.concurrency, node: node)
         var attempts = 0
         do {
             sending: while true {
-                let due = try await webhooks.dueDeliveries(target, now: now(), limit: settings.concurrency)
+                let due = try await webhooks.dueDeliveries(target, now: now(), limit: settings.concurrency * 4)
                 if due.isEmpty { break }
+                // Up to `concurrency` in flight, the next sent as soon as one is answered.
                 let ends = try await withThrowingTaskGroup(of: Ending?.self) { group in
-                    for delivery in due { group.addTask { try await self.attempt(delivery, to: target, by: sender) } }
-                    var ends: [Ending] = []
+                    var ends: [Ending] = [], inFlight = 0
+                    for delivery in due {
+                        if inFlight == settings.concurrency, let ending = try await group.next() {
+                            inFlight -= 1
+                            if let ending { ends.append(ending) }
+                        }
+                        group.addTask { try await self.attempt(delivery, to: target, by: sender) }
+                        inFlight += 1
+                    }
                     for try await ending in group { if let ending { ends.append(ending) } }
                     return ends
                 }

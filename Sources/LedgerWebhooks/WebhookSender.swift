@@ -20,7 +20,7 @@ struct WebhookSender {
     private let connection: Result<HTTPClient, WebhookAttempt.Outcome.Failure>
 
     /// Resolves and checks the target's host; what is sent after goes to the address checked.
-    init(target: WebhookTarget, policy: WebhookAddressPolicy, timeout: Duration, node: String) async {
+    init(target: WebhookTarget, policy: WebhookAddressPolicy, timeout: Duration, connections: Int, node: String) async {
         self.target = target
         self.timeout = timeout
         self.node = node
@@ -31,6 +31,7 @@ struct WebhookSender {
             var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
             configuration.dnsOverride = [url.host: address.description]
             configuration.timeout.connect = .seconds(Int64(min(timeout, .seconds(10)).components.seconds))
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
             connection = .success(HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration))
         } catch let refused as WebhookAddressPolicy.RefusedAddress {
             connection = .failure(.init(outcome: .refusedAddress, reason: refused.description))

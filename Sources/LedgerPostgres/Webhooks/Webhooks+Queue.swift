@@ -59,34 +59,39 @@ extension Webhooks {
     }
 
     /// Up to `limit` deliveries of `target` due at `now`, each the oldest waiting of its stream (so no two of one
-    /// stream: they may be sent at once), in feed order, each with the body to send.
+    /// stream: they may be sent at once), each with the body to send — in one statement: the due deliveries, and
+    /// every event of their streams up to theirs, to fold the state each leaves its stream in.
     public func dueDeliveries(_ target: WebhookTarget, now: Date, limit: Int) async throws -> [WebhookDelivery] {
-        let due = try await client.query("""
-            SELECT \(unescaped: EventStore.columns), attempts FROM events JOIN (
-                SELECT d.position, d.attempts FROM webhook_deliveries d
+        let columns = EventStore.columns.split(separator: ", ").map { "e." + $0 }.joined(separator: ", ")
+        return try await client.query("""
+            WITH due AS (
+                SELECT d.kind, d.stream_id, d.version, d.attempts FROM webhook_deliveries d
                 WHERE d.endpoint = \(target.name) AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now)
                   AND NOT EXISTS (
                       SELECT 1 FROM webhook_deliveries p
                       WHERE p.endpoint = d.endpoint AND p.delivered_at IS NULL AND p.kind = d.kind
                         AND p.stream_id = d.stream_id AND p.version < d.version)
-                ORDER BY d.position LIMIT \(limit)
-            ) due USING (position)
-            ORDER BY position
+                ORDER BY d.next_attempt_at, d.position LIMIT \(limit)
+            )
+            SELECT \(unescaped: columns), due.attempts, e.version = due.version
+            FROM due JOIN events e ON e.kind = due.kind AND e.stream_id = due.stream_id AND e.version <= due.version
+            ORDER BY e.kind, e.stream_id, e.version
             """, .reads, logger: logger
         ) { rows in
-            var due: [(event: StoredEvent, attempts: Int)] = []
+            var deliveries: [WebhookDelivery] = []
+            var state = StreamState(), stream: StreamName?
             for try await row in rows {
                 let columns = row.makeRandomAccess()
-                due.append((try EventStore.decode(columns), try columns[EventStore.columnCount].decode(Int.self)))
+                let event = try EventStore.decode(columns)
+                if event.stream != stream { (state, stream) = (StreamState(), event.stream) }
+                try state.add(event)
+                guard try columns[EventStore.columnCount + 1].decode(Bool.self) else { continue }
+                deliveries.append(WebhookDelivery(
+                    event: event, attempts: try columns[EventStore.columnCount].decode(Int.self),
+                    body: WebhookBody.render(event, stateAfter: state.json(at: event.recordedAt))))
             }
-            return due
+            return deliveries.sorted { $0.event.position < $1.event.position }
         }
-        var deliveries: [WebhookDelivery] = []
-        for (event, attempts) in due {
-            let body = WebhookBody.render(event, stateAfter: try await state(after: event))
-            deliveries.append(WebhookDelivery(event: event, attempts: attempts, body: body))
-        }
-        return deliveries
     }
 
     /// Keeps an attempt and its outcome: delivered (and the stream's next pending event scheduled at once), or due
@@ -186,31 +191,6 @@ extension Webhooks {
             """
         guard try await endpoint(name, now: now) != nil else { throw WebhookEndpointError.notFound(name) }
         return try await count(PostgresQuery(unsafeSQL: sql, binds: bindings))
-    }
-
-    /// The state of the event's stream right after it, as its reads show it; nil for a kind this build does not know.
-    func state(after event: StoredEvent) async throws -> JSONValue? {
-        let store = EventStore(client: client, logger: logger, confirmsTokens: false)
-        let events = try await store.read(event.stream, upTo: .version(event.version))
-        switch event.stream.kind {
-        case .order:
-            var order: Order?
-            for stored in events {
-                let parsed = try OrderStream.storedEvent(type: stored.type, dataText: Array(stored.data.canonicalJSON.utf8))
-                order = OrderStream.evolve(order, parsed, stream: stored.stream.id, version: stored.version, recordedAt: stored.recordedAt)
-            }
-            return order?.json
-        case .subscription:
-            var subscription: Subscription?
-            for stored in events {
-                let parsed = try SubscriptionStream.storedEvent(type: stored.type, dataText: Array(stored.data.canonicalJSON.utf8))
-                subscription = SubscriptionStream.evolve(
-                    subscription, parsed, stream: stored.stream.id, version: stored.version, recordedAt: stored.recordedAt)
-            }
-            return subscription?.json(at: event.recordedAt)
-        default:
-            return nil
-        }
     }
 
     /// Runs a statement that returns a row per row it changed; returns how many.
