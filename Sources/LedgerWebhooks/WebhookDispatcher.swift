@@ -29,6 +29,7 @@ public final class WebhookDispatcher: Sendable {
     }
 
     let webhooks: Webhooks
+    let consumers: FeedConsumers
     let settings: Settings
     let node: String
     let now: @Sendable () -> Date
@@ -37,23 +38,27 @@ public final class WebhookDispatcher: Sendable {
     private let busy = Mutex<Set<String>>([])
 
     public init(
-        webhooks: Webhooks, settings: Settings, node: String, now: @escaping @Sendable () -> Date = { Date() },
+        database: LedgerDatabase, settings: Settings, node: String, now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "ledger.webhooks")
     ) {
-        self.webhooks = webhooks
+        self.webhooks = database.webhooks
+        self.consumers = database.consumers
         self.settings = settings
         self.node = node
         self.now = now
         self.logger = logger
     }
 
-    /// Until cancelled: every `interval`, takes the endpoints with something due that no node holds, and starts
-    /// sending to each, without waiting for one to finish before the next tick.
+    /// Until cancelled: every `interval`, queues what the feed holds since the last tick (the feed consumer
+    /// `webhooks`, when no other node holds it), takes the endpoints with something due that no node holds, and starts
+    /// sending to each, without waiting for one to finish before the next tick. An event is sent about one interval
+    /// after it was recorded.
     public func run(every interval: Duration) async {
         var observed = ContinuousClock.now - .seconds(60)
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 do {
+                    _ = try await consumers.run(webhooks.queueing, node: node)
                     for target in try await claim() {
                         group.addTask { _ = await self.deliver(target) }
                     }

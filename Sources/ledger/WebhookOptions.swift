@@ -13,7 +13,7 @@ struct WebhookOptions: ParsableArguments {
     var allowHosts: String?
     @Option(name: .customLong("webhook-timeout"), help: "Seconds a receiver has to answer a delivery before it is tried again.")
     var timeout = 15
-    @Option(name: .customLong("webhook-interval"), help: "Milliseconds between two looks for events to queue and deliveries due.")
+    @Option(name: .customLong("webhook-interval"), help: "Milliseconds between two looks for events to queue and deliveries due (an event is sent about this long after it is recorded).")
     var intervalMilliseconds = 250
 
     func validate() throws {

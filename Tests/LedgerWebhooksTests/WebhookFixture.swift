@@ -47,7 +47,7 @@ struct WebhookFixture: Sendable {
         settings.timeout = .seconds(30)
         configure(&settings)
         let clock = clock
-        return WebhookDispatcher(webhooks: database.webhooks, settings: settings, node: node, now: { clock.now })
+        return WebhookDispatcher(database: database, settings: settings, node: node, now: { clock.now })
     }
 
     /// Queues every event the feed holds (`expected` of them) for the endpoints.

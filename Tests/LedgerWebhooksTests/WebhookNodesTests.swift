@@ -26,13 +26,12 @@ struct WebhookNodesTests {
                 let dispatcher = fixture.dispatcher()
                 let loop = Task { await dispatcher.run(every: .milliseconds(20)) }
                 defer { loop.cancel() }
+                // The loop queues what is recorded (the feed consumer `webhooks`) and sends it.
                 try await fixture.database.ledger.record(
                     orderId: "first", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
-                try await fixture.queue(1)
                 #expect(await eventually(within: .seconds(5)) { slow.inFlight.withLock { $0.now } == 1 && fixture.receiver.all.count == 1 })
                 try await fixture.database.ledger.record(
                     orderId: "second", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
-                try await fixture.queue(1)
                 let started = ContinuousClock.now
                 #expect(await eventually(within: .seconds(5)) { fixture.receiver.all.count == 2 },
                         "the fast endpoint has its second event while the slow one still holds its first")
@@ -43,8 +42,9 @@ struct WebhookNodesTests {
         }
     }
 
-    /// Three nodes run the loop on one endpoint while orders are recorded: every event arrives, none while another
-    /// copy of it is in flight, none twice (no attempt failed), each stream's in order.
+    /// Three nodes run the loop on one endpoint while orders are recorded (each node queueing when it holds the feed
+    /// consumer, sending when it holds the endpoint): every event arrives, none while another copy of it is in flight,
+    /// none twice (no attempt failed), each stream's in order.
     @Test func threeNodesSendOneEndpointWithoutConcurrentDuplicates() async throws {
         let receiver = WebhookReceiver { _ in
             try? await Task.sleep(for: .milliseconds(5))
@@ -54,13 +54,6 @@ struct WebhookNodesTests {
             let nodes = ["node-a", "node-b", "node-c"].map { name in fixture.dispatcher(node: name) { $0.lease = .seconds(2) } }
             let loops = nodes.map { node in Task { await node.run(every: .milliseconds(5)) } }
             defer { loops.forEach { $0.cancel() } }
-            let queueing = Task {
-                while !Task.isCancelled {
-                    _ = try? await fixture.database.consumers.run(fixture.database.webhooks.queueing, node: "queue")
-                    try? await Task.sleep(for: .milliseconds(5))
-                }
-            }
-            defer { queueing.cancel() }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<4 {
                     group.addTask { try await recordHappyOrders(5, prefix: "writer\(writer)", on: fixture.database.ledger) }

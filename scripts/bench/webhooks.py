@@ -98,12 +98,12 @@ def append(port, token, tag, stop=None, total=None):
     return acknowledged
 
 
-def wait_for(condition, limit):
+def wait_for(condition, limit, every=0.01):
     deadline = time.time() + limit
     while not condition():
         if time.time() > deadline:
             raise SystemExit("gave up waiting for the deliveries")
-        time.sleep(0.01)
+        time.sleep(every)
 
 
 def main():
@@ -134,7 +134,7 @@ def main():
         cli("webhooks", "add", "--name", "drain", "--url", hooks + "/drain", "--events", "order.*")
         cli("webhooks", "disable", "drain")
         append(port, token, "backlog", total=args.backlog)
-        wait_for(lambda: '"pending":%d' % args.backlog in cli("webhooks", "list", "--json"), 300)
+        wait_for(lambda: '"pending":%d' % args.backlog in cli("webhooks", "list", "--json"), 300, every=0.5)
         cpu_before = service.status()["cpu_s"]
         started = time.time()
         cli("webhooks", "enable", "drain")

@@ -60,18 +60,20 @@ extension Webhooks {
 
     /// Up to `limit` deliveries of `target` due at `now`, each the oldest waiting of its stream (so no two of one
     /// stream: they may be sent at once), each with the body to send — in one statement: the due deliveries, and
-    /// every event of their streams up to theirs, to fold the state each leaves its stream in.
+    /// every event of their streams up to theirs, to fold the state each leaves its stream in. "The oldest pending of
+    /// its stream" is a subquery per row, never a join: on tables never analysed (a burst of writes) the planner took
+    /// an anti-join for a one-row loop and scanned the whole backlog for every due row (2.8 s for 2,000; now 1.3 ms).
     public func dueDeliveries(_ target: WebhookTarget, now: Date, limit: Int) async throws -> [WebhookDelivery] {
         let columns = EventStore.columns.split(separator: ", ").map { "e." + $0 }.joined(separator: ", ")
         return try await client.query("""
             WITH due AS (
                 SELECT d.kind, d.stream_id, d.version, d.attempts FROM webhook_deliveries d
                 WHERE d.endpoint = \(target.name) AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now)
-                  AND NOT EXISTS (
-                      SELECT 1 FROM webhook_deliveries p
-                      WHERE p.endpoint = d.endpoint AND p.delivered_at IS NULL AND p.kind = d.kind
-                        AND p.stream_id = d.stream_id AND p.version < d.version)
-                ORDER BY d.next_attempt_at, d.position LIMIT \(limit)
+                  AND d.version = (
+                      SELECT min(p.version) FROM webhook_deliveries p
+                      WHERE p.endpoint = d.endpoint AND p.kind = d.kind AND p.stream_id = d.stream_id
+                        AND p.delivered_at IS NULL)
+                ORDER BY d.next_attempt_at LIMIT \(limit)
             )
             SELECT \(unescaped: columns), due.attempts, e.version = due.version
             FROM due JOIN events e ON e.kind = due.kind AND e.stream_id = due.stream_id AND e.version <= due.version
