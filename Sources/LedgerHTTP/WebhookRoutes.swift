@@ -46,7 +46,7 @@ struct WebhookRoutes {
         let now = Date()
         let secret: WebhookSecret
         do {
-            secret = try await webhooks.add(name: name, url: url, selectors: selectors, now: now)
+            secret = try await webhooks.add(name: name, url: url, selectors: selectors)
         } catch WebhookEndpointError.nameTaken(let name) {
             throw APIError(.conflict, "name_taken", WebhookEndpointError.nameTaken(name).description, details: ["field": "name"])
         }

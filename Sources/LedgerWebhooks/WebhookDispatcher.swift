@@ -12,9 +12,10 @@ import Synchronization
 /// - a failed attempt is tried again by the retry plan (`WebhookRetryPlan`), a `410 Gone` disables the endpoint,
 ///   and one delivery out of retries marks it failing.
 ///
-/// Under a lease (`Webhooks.claimEndpoints`): a node that dies mid-delivery frees its endpoints when the lease runs
-/// out, and the next node sends what was not acknowledged — again, with the same `webhook-id`. Two nodes never send
-/// to one endpoint at once.
+/// A batch of due deliveries (up to four times `concurrency`, one per stream) is sent, then kept in one statement
+/// (`Webhooks.keep`). Under a lease (`Webhooks.claimEndpoints`, renewed each batch): a node that dies mid-delivery
+/// frees its endpoints when the lease runs out, and the next node sends what was not acknowledged — again, with the
+/// same `webhook-id`. Two nodes never send to one endpoint at once.
 public final class WebhookDispatcher: Sendable {
     public struct Settings: Sendable {
         /// The whole exchange of one attempt, head and first bytes.
@@ -105,32 +106,34 @@ public final class WebhookDispatcher: Sendable {
             sending: while true {
                 let due = try await webhooks.dueDeliveries(target, now: now(), limit: settings.concurrency * 4)
                 if due.isEmpty { break }
-                // Up to `concurrency` in flight, the next sent as soon as one is answered.
-                let ends = try await withThrowingTaskGroup(of: Ending?.self) { group in
-                    var ends: [Ending] = [], inFlight = 0
+                // Held for the batch: four attempts per stream in flight at most, each within the timeout.
+                guard try await webhooks.renew(target, until: now().addingTimeInterval(settings.lease.seconds)) else { break }
+                // Up to `concurrency` in flight, the next sent as soon as one is answered; the batch kept at once.
+                let outcomes = await withTaskGroup(of: WebhookOutcome.self) { group in
+                    var outcomes: [WebhookOutcome] = [], inFlight = 0
                     for delivery in due {
-                        if inFlight == settings.concurrency, let ending = try await group.next() {
+                        if inFlight == settings.concurrency, let outcome = await group.next() {
                             inFlight -= 1
-                            if let ending { ends.append(ending) }
+                            outcomes.append(outcome)
                         }
-                        group.addTask { try await self.attempt(delivery, to: target, by: sender) }
+                        group.addTask { await self.attempt(delivery, to: target, by: sender) }
                         inFlight += 1
                     }
-                    for try await ending in group { if let ending { ends.append(ending) } }
-                    return ends
+                    for await outcome in group { outcomes.append(outcome) }
+                    return outcomes
                 }
-                attempts += due.count
-                if ends.contains(.gone) {
+                attempts += outcomes.count
+                guard try await webhooks.keep(outcomes, to: target) == outcomes.count else { break sending }
+                if outcomes.contains(where: { $0.attempt.outcome == .gone }) {
                     try await webhooks.disableGone(target, now: now())
                     logger.warning("webhook \(target.name): the receiver answered 410 Gone; the endpoint is disabled")
                     break sending
                 }
-                if ends.contains(.outOfRetries) {
+                if outcomes.contains(where: { $0.attempt.outcome != .delivered && $0.next == nil }) {
                     try await webhooks.markFailing(target, now: now())
                     logger.error("webhook \(target.name): a delivery used up its retries; the endpoint is failing (ledger webhooks enable)")
                     break sending
                 }
-                if ends.contains(.leaseLost) { break sending }
             }
             try await webhooks.release(target)
         } catch {
@@ -140,24 +143,18 @@ public final class WebhookDispatcher: Sendable {
         return attempts
     }
 
-    private enum Ending { case gone, outOfRetries, leaseLost }
-
-    /// One attempt, kept; what it ends, if anything.
-    private func attempt(_ delivery: WebhookDelivery, to target: WebhookTarget, by sender: WebhookSender) async throws -> Ending? {
+    /// One attempt, and when to try it again.
+    private func attempt(_ delivery: WebhookDelivery, to target: WebhookTarget, by sender: WebhookSender) async -> WebhookOutcome {
         let (attempt, retryAfter) = await sender.send(delivery, now: now())
         WebhookMetrics.attempted(attempt, endpoint: target.name)
+        if attempt.outcome != .delivered {
+            logger.notice("webhook \(target.name): \(delivery.messageId) \(attempt.outcome.rawValue) \(attempt.status.map(String.init) ?? "")")
+        }
         let next: Date? = switch attempt.outcome {
         case .delivered: nil
         case .gone: attempt.at
         default: settings.retries.nextAttempt(after: delivery.attempts + 1, at: attempt.at, retryAfter: retryAfter)
         }
-        guard try await webhooks.keep(
-            attempt, of: delivery, to: target, next: next, leaseUntil: attempt.at.addingTimeInterval(settings.lease.seconds))
-        else { return .leaseLost }
-        if attempt.outcome != .delivered {
-            logger.notice("webhook \(target.name): \(delivery.messageId) \(attempt.outcome.rawValue) \(attempt.status.map(String.init) ?? "")")
-        }
-        if attempt.outcome == .gone { return .gone }
-        return attempt.outcome != .delivered && next == nil ? .outOfRetries : nil
+        return WebhookOutcome(delivery: delivery, attempt: attempt, next: next)
     }
 }

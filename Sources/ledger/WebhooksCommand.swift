@@ -30,7 +30,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             }
             let name = name
             let secret = try await database.withLedger { opened in
-                try await opened.webhooks.add(name: name, url: endpointURL, selectors: selectors, now: Date())
+                try await opened.webhooks.add(name: name, url: endpointURL, selectors: selectors)
             }
             try StandardOutput.line(secret.text)
         }

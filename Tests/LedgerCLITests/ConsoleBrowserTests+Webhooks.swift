@@ -10,7 +10,7 @@ extension ConsoleBrowserTests {
     static func addWebhook(on database: LedgerDatabase) async throws {
         _ = try await database.webhooks.add(
             name: "fulfilment", url: try WebhookEndpointURL("http://10.255.0.1/hooks"),
-            selectors: [try #require(WebhookEventSelector("order.*"))], now: Date().addingTimeInterval(-1))
+            selectors: [try #require(WebhookEventSelector("order.*"))])
     }
 
     /// Each endpoint's health and backlog; one endpoint's recent attempts, with what came of them.

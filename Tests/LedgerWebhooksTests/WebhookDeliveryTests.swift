@@ -14,8 +14,7 @@ struct WebhookDeliveryTests {
     @Test func everyEventIsSentOnceSignedInOrderPerStreamWithItsStreamsStateAfter() async throws {
         try await WebhookFixture.run { fixture in
             let grants = try await fixture.database.webhooks.add(
-                name: "grants", url: try WebhookEndpointURL(fixture.url), selectors: [try #require(WebhookEventSelector("order.granted"))],
-                now: fixture.clock.now.addingTimeInterval(-1))
+                name: "grants", url: try WebhookEndpointURL(fixture.url), selectors: [try #require(WebhookEventSelector("order.granted"))])
             try await recordHappyOrders(3, on: fixture.database.ledger)
             try await fixture.queue(18)
             try await fixture.deliverAll(fixture.dispatcher())
@@ -235,8 +234,7 @@ struct WebhookDeliveryTests {
         try await WebhookFixture.run { fixture in
             let byName = fixture.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
             _ = try await fixture.database.webhooks.add(
-                name: "by-name", url: try WebhookEndpointURL(byName), selectors: [try #require(WebhookEventSelector("*"))],
-                now: fixture.clock.now.addingTimeInterval(-1))
+                name: "by-name", url: try WebhookEndpointURL(byName), selectors: [try #require(WebhookEventSelector("*"))])
             try await fixture.database.ledger.record(orderId: "order-1", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
             try await fixture.queue(1)
             #expect(try await fixture.deliverAll(fixture.dispatcher { $0.policy = .strict }) == 2)

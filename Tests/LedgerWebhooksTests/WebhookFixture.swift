@@ -34,8 +34,7 @@ struct WebhookFixture: Sendable {
                 let database = LedgerDatabase(client: client)
                 let clock = MovedClock()
                 let secret = try await database.webhooks.add(
-                    name: "backend", url: try WebhookEndpointURL(url), selectors: selectors.compactMap(WebhookEventSelector.init),
-                    now: clock.now.addingTimeInterval(-1))
+                    name: "backend", url: try WebhookEndpointURL(url), selectors: selectors.compactMap(WebhookEventSelector.init))
                 try await body(WebhookFixture(database: database, clock: clock, receiver: receiver, url: url, secret: secret))
             }
         }

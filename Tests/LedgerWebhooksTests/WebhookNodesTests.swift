@@ -21,8 +21,7 @@ struct WebhookNodesTests {
         try await WebhookFixture.run { fixture in
             try await slow.run { slowURL in
                 _ = try await fixture.database.webhooks.add(
-                    name: "slow", url: try WebhookEndpointURL(slowURL), selectors: [try #require(WebhookEventSelector("*"))],
-                    now: fixture.clock.now.addingTimeInterval(-1))
+                    name: "slow", url: try WebhookEndpointURL(slowURL), selectors: [try #require(WebhookEventSelector("*"))])
                 let dispatcher = fixture.dispatcher()
                 let loop = Task { await dispatcher.run(every: .milliseconds(20)) }
                 defer { loop.cancel() }

@@ -96,33 +96,41 @@ extension Webhooks {
         }
     }
 
-    /// Keeps an attempt and its outcome: delivered (and the stream's next pending event scheduled at once), or due
-    /// again at `next` (nil: its retries are used up). A delivery tells that the receiver is back: every other
-    /// delivery waiting because it found no receiver is due at once (one the receiver refused keeps its back-off, or
-    /// a bad event would be hammered). Renews the
-    /// target's lease to `leaseUntil`; false when the lease was lost (another node holds the endpoint: nothing kept).
+    /// Keeps a batch's attempts and their outcomes, in one statement: each delivered (and its stream's next pending
+    /// event scheduled at once), or due again at its `next` (nil: its retries are used up). A delivery tells that the
+    /// receiver is back: every other delivery waiting because it found no receiver is due at once (one the receiver
+    /// refused keeps its back-off, or a bad event would be hammered). Returns how many were kept: none when the lease
+    /// was lost (another node holds the endpoint). The lease is checked, not renewed (`renew`, once a batch).
     @discardableResult
-    public func keep(
-        _ attempt: WebhookAttempt, of delivery: WebhookDelivery, to target: WebhookTarget, next: Date?, leaseUntil: Date
-    ) async throws -> Bool {
-        let delivered = attempt.outcome == .delivered
+    public func keep(_ outcomes: [WebhookOutcome], to target: WebhookTarget) async throws -> Int {
+        guard !outcomes.isEmpty else { return 0 }
+        let attempts = outcomes.map(\.attempt)
         return try await count("""
             WITH held AS (
-                UPDATE webhook_endpoints SET leased_until = \(leaseUntil)
-                WHERE name = \(target.name) AND lease = \(target.lease) RETURNING name
+                SELECT name FROM webhook_endpoints WHERE name = \(target.name) AND lease = \(target.lease)
+            ), outcome AS (
+                SELECT * FROM unnest(
+                    \(outcomes.map(\.delivery.event.eventId))::uuid[], \(attempts.map(\.at))::timestamptz[],
+                    \(attempts.map(\.node))::text[], \(attempts.map(\.outcome.rawValue))::text[],
+                    \(NullableArray(attempts.map(\.status)))::int[], \(attempts.map(\.latencyMilliseconds))::int[],
+                    \(attempts.map(\.response))::text[], \(NullableArray(outcomes.map(\.next)))::timestamptz[],
+                    \(attempts.map(\.foundNoReceiver))::bool[]
+                ) AS o(event_id, at, node, outcome, status, latency_ms, response, next_attempt_at, receiver_absent)
             ), delivery AS (
                 UPDATE webhook_deliveries d
-                SET attempts = attempts + 1,
-                    delivered_at = CASE WHEN \(delivered) THEN \(attempt.at)::timestamptz END,
-                    next_attempt_at = CASE WHEN \(delivered) THEN NULL ELSE \(next)::timestamptz END,
-                    given_up_at = CASE WHEN NOT \(delivered) AND \(next)::timestamptz IS NULL THEN \(attempt.at)::timestamptz END,
-                    receiver_absent = \(attempt.foundNoReceiver)
-                FROM held WHERE d.endpoint = held.name AND d.event_id = \(delivery.event.eventId) AND d.delivered_at IS NULL
-                RETURNING d.endpoint, d.event_id, d.kind, d.stream_id, d.version
+                SET attempts = d.attempts + 1,
+                    delivered_at = CASE WHEN o.outcome = 'delivered' THEN o.at END,
+                    next_attempt_at = CASE WHEN o.outcome = 'delivered' THEN NULL ELSE o.next_attempt_at END,
+                    given_up_at = CASE WHEN o.outcome <> 'delivered' AND o.next_attempt_at IS NULL THEN o.at END,
+                    receiver_absent = o.receiver_absent
+                FROM held, outcome o
+                WHERE d.endpoint = held.name AND d.event_id = o.event_id AND d.delivered_at IS NULL
+                RETURNING d.endpoint, d.event_id, d.kind, d.stream_id, d.version, o.outcome = 'delivered' AS delivered,
+                          o.at, o.node, o.outcome, o.status, o.latency_ms, o.response
             ), next_of_stream AS (
-                UPDATE webhook_deliveries d SET next_attempt_at = \(attempt.at)
+                UPDATE webhook_deliveries d SET next_attempt_at = delivery.at
                 FROM delivery
-                WHERE \(delivered) AND d.endpoint = delivery.endpoint AND d.kind = delivery.kind
+                WHERE delivery.delivered AND d.endpoint = delivery.endpoint AND d.kind = delivery.kind
                   AND d.stream_id = delivery.stream_id AND d.delivered_at IS NULL AND d.next_attempt_at IS NULL
                   AND d.given_up_at IS NULL
                   AND d.version = (SELECT min(p.version) FROM webhook_deliveries p
@@ -130,15 +138,22 @@ extension Webhooks {
                                      AND p.stream_id = delivery.stream_id AND p.delivered_at IS NULL
                                      AND p.version > delivery.version)
             ), back AS (
-                UPDATE webhook_deliveries d SET next_attempt_at = \(attempt.at)
-                FROM held WHERE \(delivered) AND d.endpoint = held.name AND d.delivered_at IS NULL AND d.receiver_absent
-                  AND d.next_attempt_at > \(attempt.at) AND d.event_id <> \(delivery.event.eventId)
+                UPDATE webhook_deliveries d SET next_attempt_at = back.at
+                FROM (SELECT endpoint, max(at) AS at FROM delivery WHERE delivered GROUP BY endpoint) back
+                WHERE d.endpoint = back.endpoint AND d.delivered_at IS NULL AND d.receiver_absent
+                  AND d.next_attempt_at > back.at AND d.event_id NOT IN (SELECT event_id FROM delivery)
             )
             INSERT INTO webhook_attempts (endpoint, event_id, attempted_at, node, outcome, status, latency_ms, response)
-            SELECT endpoint, event_id, \(attempt.at), \(attempt.node), \(attempt.outcome.rawValue), \(attempt.status),
-                   \(attempt.latencyMilliseconds), \(attempt.response)
-            FROM delivery
+            SELECT endpoint, event_id, at, node, outcome, status, latency_ms, response FROM delivery
             RETURNING 1
+            """)
+    }
+
+    /// Holds `target` until `until`; false when its lease was lost (another node took it after it ran out).
+    public func renew(_ target: WebhookTarget, until: Date) async throws -> Bool {
+        try await count("""
+            UPDATE webhook_endpoints SET leased_until = \(until)
+            WHERE name = \(target.name) AND lease = \(target.lease) RETURNING 1
             """) == 1
     }
 
@@ -225,6 +240,19 @@ public struct WebhookDelivery: Sendable {
     /// The `webhook-id`: the event's id, the same at every attempt and every replay — the receiver's key to ignore a
     /// delivery it has had.
     public var messageId: String { "msg_" + event.eventId.lowercasedText.replacingOccurrences(of: "-", with: "") }
+}
+
+/// An attempt of a delivery, and when to try it again (nil after a delivery, or when its retries are used up).
+public struct WebhookOutcome: Sendable {
+    public var delivery: WebhookDelivery
+    public var attempt: WebhookAttempt
+    public var next: Date?
+
+    public init(delivery: WebhookDelivery, attempt: WebhookAttempt, next: Date?) {
+        self.delivery = delivery
+        self.attempt = attempt
+        self.next = next
+    }
 }
 
 /// What one attempt came to.

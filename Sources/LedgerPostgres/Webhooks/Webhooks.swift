@@ -12,16 +12,16 @@ public struct Webhooks: Sendable {
 
     var client: SessionPool { pools.current }
 
-    /// Adds an endpoint, sent the events `selectors` select from now on; returns its signing secret, the only time
-    /// it is shown.
-    public func add(name: String, url: WebhookEndpointURL, selectors: [WebhookEventSelector], now: Date) async throws -> WebhookSecret {
+    /// Adds an endpoint, sent the events `selectors` select from now on — the database's now, the clock events are
+    /// recorded by; returns its signing secret, the only time it is shown.
+    public func add(name: String, url: WebhookEndpointURL, selectors: [WebhookEventSelector]) async throws -> WebhookSecret {
         guard FeedConsumer.isValidName(name) else { throw WebhookEndpointError.invalidName(name) }
         guard !selectors.isEmpty else { throw WebhookEndpointError.noSelectors }
         let secret = WebhookSecret.generate()
         do {
             try await client.queryToEnd("""
-                INSERT INTO webhook_endpoints (name, url, event_selectors, secret, created_at)
-                VALUES (\(name), \(url.description), \(selectors.map(\.pattern)), \(ByteBuffer(bytes: secret.key)), \(now))
+                INSERT INTO webhook_endpoints (name, url, event_selectors, secret)
+                VALUES (\(name), \(url.description), \(selectors.map(\.pattern)), \(ByteBuffer(bytes: secret.key)))
                 """, logger: logger)
         } catch where sqlState(of: error) == SQLStates.uniqueViolation {
             throw WebhookEndpointError.nameTaken(name)
