@@ -12,7 +12,7 @@ import Synchronization
 /// - a failed attempt is tried again by the retry plan (`WebhookRetryPlan`), a `410 Gone` disables the endpoint,
 ///   and one delivery out of retries marks it failing.
 ///
-/// A batch of due deliveries (up to four times `concurrency`, one per stream) is sent, then kept in one statement
+/// A batch of due deliveries (up to eight times `concurrency`, one per stream) is sent, then kept in one statement
 /// (`Webhooks.keep`). Under a lease (`Webhooks.claimEndpoints`, renewed each batch): a node that dies mid-delivery
 /// frees its endpoints when the lease runs out, and the next node sends what was not acknowledged — again, with the
 /// same `webhook-id`. Two nodes never send to one endpoint at once.
@@ -75,6 +75,10 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
+    /// A batch is this many times `concurrency` deliveries: the statements between two batches (keep the outcomes,
+    /// find what is due, renew the lease) cost as much as a few rounds of sending.
+    static let batchRounds = 8
+
     /// How often the endpoints' lag is read for the metrics.
     static let observationInterval: Duration = .seconds(5)
 
@@ -98,15 +102,14 @@ public final class WebhookDispatcher: Sendable {
     /// Sends to `target` until nothing of it is due, it is disabled or failing, or its lease is lost; lets it go
     /// after. Returns how many attempts were made.
     func deliver(_ target: WebhookTarget) async -> Int {
-        defer { _ = busy.withLock { $0.remove(target.name) } }
         let sender = await WebhookSender(
             target: target, policy: settings.policy, timeout: settings.timeout, connections: settings.concurrency, node: node)
         var attempts = 0
         do {
             sending: while true {
-                let due = try await webhooks.dueDeliveries(target, now: now(), limit: settings.concurrency * 4)
+                let due = try await webhooks.dueDeliveries(target, now: now(), limit: settings.concurrency * Self.batchRounds)
                 if due.isEmpty { break }
-                // Held for the batch: four attempts per stream in flight at most, each within the timeout.
+                // Held for the batch: `batchRounds` attempts one after another at most, each within the timeout.
                 guard try await webhooks.renew(target, until: now().addingTimeInterval(settings.lease.seconds)) else { break }
                 // Up to `concurrency` in flight, the next sent as soon as one is answered; the batch kept at once.
                 let outcomes = await withTaskGroup(of: WebhookOutcome.self) { group in
@@ -139,6 +142,9 @@ public final class WebhookDispatcher: Sendable {
         } catch {
             logger.error("webhook \(target.name): \(String(reflecting: error))")
         }
+        // Free for the next tick before the client's connections are closed: closing took up to a second, and the
+        // events queued meanwhile waited for it.
+        _ = busy.withLock { $0.remove(target.name) }
         await sender.shutdown()
         return attempts
     }

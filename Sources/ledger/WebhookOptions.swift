@@ -38,8 +38,8 @@ struct WebhookOptions: ParsableArguments {
     func settings() throws -> WebhookDispatcher.Settings {
         var settings = WebhookDispatcher.Settings()
         settings.timeout = .seconds(timeout)
-        // A node holds an endpoint through a batch: up to four attempts of each stream in flight, one after another.
-        settings.lease = .seconds(max(10, 6 * timeout))
+        // A node holds an endpoint through a batch: up to eight rounds of attempts, one after another.
+        settings.lease = .seconds(max(10, 10 * timeout))
         settings.policy = try policy()
         return settings
     }

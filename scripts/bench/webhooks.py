@@ -7,8 +7,10 @@ that answers 204 at once and notes when each delivery arrived). Two phases:
 
 1. Throughput: an endpoint is added and disabled, --backlog events are appended (one new order each, 16 clients),
    queued, then the endpoint is enabled: deliveries per second until the receiver has had every one.
-2. Latency: another endpoint, enabled; 16 clients append new orders (`order.created`, one request each, closed loop)
-   for --seconds; each event's latency is the time from its append's 201 to its arrival at the receiver.
+2. Latency: another endpoint, enabled; 16 clients append new orders (`order.created`, one request each) for
+   --seconds, first as fast as they can (closed loop: the machine's two cores are then the appends'), then paced at
+   --rate events a second in all; each event's latency is the time from its append's 201 to its arrival at the
+   receiver.
 
 Prints the figures; writes bench-results/webhooks.json.
 """
@@ -71,13 +73,18 @@ class Receiver:
             return sum(1 for (p, _) in self.arrived if p == path)
 
 
-def append(port, token, tag, stop=None, total=None):
-    """16 clients append new orders until `stop` (a time) or until `total` were appended; their 201 times by event id."""
+def append(port, token, tag, stop=None, total=None, rate=None):
+    """16 clients append new orders until `stop` (a time) or until `total` were appended, `rate` a second in all when
+    given; their 201 times by event id."""
     acknowledged, lock = {}, threading.Lock()
     counter = iter(range(total if total is not None else 1 << 62))
 
     def client(k):
+        next_at = time.time() + (k / rate if rate else 0)
         while stop is None or time.time() < stop:
+            if rate:
+                time.sleep(max(0.0, next_at - time.time()))
+                next_at += CLIENTS / rate
             with lock:
                 n = next(counter, None)
             if n is None:
@@ -111,6 +118,7 @@ def main():
     parser.add_argument("--backlog", type=int, default=10_000, help="events delivered in the throughput phase")
     parser.add_argument("--seconds", type=int, default=15, help="appending in the latency phase")
     parser.add_argument("--interval", type=int, default=250, help="serve --webhook-interval, ms (default 250)")
+    parser.add_argument("--rate", type=int, default=200, help="events a second in the paced latency phase (default 200)")
     args = parser.parse_args()
     ledger = release_ledger()
     cluster = Cluster(ledger, os.environ.get("LEDGER_WEBHOOKS_BENCH_DIR", "/var/tmp/ledger-webhooks-bench"))
@@ -143,26 +151,34 @@ def main():
         cpu = service.status()["cpu_s"] - cpu_before
         cli("webhooks", "remove", "drain")
 
-        log(f"latency: {CLIENTS} clients append for {args.seconds} s")
         cli("webhooks", "add", "--name", "live", "--url", hooks + "/live", "--events", "*")
-        acknowledged = append(port, token, "live", stop=time.time() + args.seconds)
-        wait_for(lambda: receiver.count("/live") >= len(acknowledged), 600)
-        with receiver.lock:
-            lags = sorted((receiver.arrived[("/live", e)] - t) * 1000 for e, t in acknowledged.items())
+
+        def latency(tag, rate=None):
+            log(f"latency: {CLIENTS} clients append for {args.seconds} s" + (f", {rate} events/s in all" if rate else ""))
+            acknowledged = append(port, token, tag, stop=time.time() + args.seconds, rate=rate)
+            wait_for(lambda: all(("/live", e) in receiver.arrived for e in acknowledged), 600)
+            with receiver.lock:
+                lags = sorted((receiver.arrived[("/live", e)] - t) * 1000 for e, t in acknowledged.items())
+            return {"events": len(lags), "appends_per_second": round(len(lags) / args.seconds, 1),
+                    "interval_ms": args.interval, "p50_ms": round(percentile(lags, 0.5), 1),
+                    "p99_ms": round(percentile(lags, 0.99), 1), "max_ms": round(lags[-1], 1)}
+
+        flat_out = latency("live")
+        paced = latency("paced", args.rate)
 
         summary = {
             "throughput": {"events": args.backlog, "seconds": round(took, 2), "per_second": round(args.backlog / took, 1),
                            "serve_cpu_seconds": round(cpu, 2)},
-            "latency": {"events": len(lags), "appends_per_second": round(len(lags) / args.seconds, 1),
-                        "interval_ms": args.interval, "p50_ms": round(percentile(lags, 0.5), 1),
-                        "p99_ms": round(percentile(lags, 0.99), 1), "max_ms": round(lags[-1], 1)},
+            "latency": flat_out,
+            "latency_paced": paced,
         }
-        t, l = summary["throughput"], summary["latency"]
+        t = summary["throughput"]
         print(f"\nwebhooks to a receiver on this machine (serve --webhook-interval {args.interval} ms)")
         print(f"  backlog: {t['events']} deliveries in {t['seconds']} s = {t['per_second']}/s "
               f"(serve used {t['serve_cpu_seconds']} CPU-s)")
-        print(f"  append 201 → delivery, {CLIENTS} clients appending ({l['appends_per_second']} events/s): "
-              f"p50 {l['p50_ms']} ms, p99 {l['p99_ms']} ms, max {l['max_ms']} ms over {l['events']} events")
+        for l, how in ((flat_out, "as fast as they can"), (paced, "paced")):
+            print(f"  append 201 → delivery, {CLIENTS} clients appending {how} ({l['appends_per_second']} events/s): "
+                  f"p50 {l['p50_ms']} ms, p99 {l['p99_ms']} ms, max {l['max_ms']} ms over {l['events']} events")
         with open(os.path.join(ROOT, "bench-results", "webhooks.json"), "w") as f:
             json.dump(summary, f, indent=2)
     finally:
