@@ -40,7 +40,7 @@ extension OrderEvent {
                 "productId": .string(verified.productId),
                 "quantity": .int(Int64(verified.quantity)),
                 "environment": .string(verified.environment.rawValue),
-                "purchasedAt": .time(verified.purchasedAt),
+                "purchasedAt": .eventTime(verified.purchasedAt),
             ]
             members["price"] = verified.price.map(JSONValue.money)
             members["unconvertedPrice"] = verified.unconvertedPrice.map(JSONValue.unconvertedPrice)
@@ -59,7 +59,7 @@ extension OrderEvent {
             members = ["transactionId": .string(refund.transactionId)]
             members["amount"] = refund.amount.map(JSONValue.money)
             members["reason"] = refund.reason.map(JSONValue.string)
-            members["refundedAt"] = refund.refundedAt.map(JSONValue.time)
+            members["refundedAt"] = refund.refundedAt.map(JSONValue.eventTime)
         case .refundReversed(let reversal):
             members = ["transactionId": .string(reversal.transactionId)]
         case .providerNotified(let notice):
@@ -68,7 +68,7 @@ extension OrderEvent {
                 "notificationId": .string(notice.notificationId),
                 "notificationType": .string(notice.notificationType),
                 "effect": .string(notice.effect.rawValue),
-                "signedAt": .time(notice.signedAt),
+                "signedAt": .eventTime(notice.signedAt),
                 "evidence": notice.evidence,
             ]
             members["subtype"] = notice.subtype.map(JSONValue.string)
@@ -79,7 +79,7 @@ extension OrderEvent {
             members["unconvertedPrice"] = notice.unconvertedPrice.map(JSONValue.unconvertedPrice)
             members["environment"] = notice.environment.map { .string($0.rawValue) }
             members["appAccountToken"] = notice.appAccountToken.map(JSONValue.uuid)
-            members["purchasedAt"] = notice.purchasedAt.map(JSONValue.time)
+            members["purchasedAt"] = notice.purchasedAt.map(JSONValue.eventTime)
             members["revocationReason"] = notice.revocationReason.map(JSONValue.string)
         }
         return .object(members)
@@ -95,7 +95,8 @@ extension JSONValue {
         .string(uuid.lowercasedText)
     }
 
-    static func time(_ date: Date) -> JSONValue {
+    /// A time as event data keeps it (`EventTime`): not the API's `time`.
+    static func eventTime(_ date: Date) -> JSONValue {
         .string(EventTime.format(date))
     }
 }

@@ -33,7 +33,7 @@ struct ReadmeVerificationTests {
         try await WebhookFixture.run { fixture in
             try await recordHappyOrders(1, on: fixture.database.ledger)
             try await fixture.queue(6)
-            _ = try await fixture.dispatcher().deliverDue()
+            _ = try await fixture.dispatcher(realTime: true).deliverDue()
             let delivery = try #require(fixture.receiver.all.first)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-python-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -54,7 +54,7 @@ struct WebhookDeliveryTests {
             }
         }
         try await WebhookFixture.run(receiver: receiver) { fixture in
-            try await fixture.database.ledger.record(orderId: "order-1", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
+            _ = try await fixture.database.ledger.record(orderId: "order-1", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
             try await fixture.queue(1)
             let dispatcher = fixture.dispatcher()
             #expect(try await fixture.deliverAll(dispatcher) == 1)
@@ -235,7 +235,7 @@ struct WebhookDeliveryTests {
             let byName = fixture.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
             _ = try await fixture.database.webhooks.add(
                 name: "by-name", url: try WebhookEndpointURL(byName), selectors: [try #require(WebhookEventSelector("*"))])
-            try await fixture.database.ledger.record(orderId: "order-1", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
+            _ = try await fixture.database.ledger.record(orderId: "order-1", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
             try await fixture.queue(1)
             #expect(try await fixture.deliverAll(fixture.dispatcher { $0.policy = .strict }) == 2)
             #expect(fixture.receiver.all.isEmpty, "nothing reached the receiver")

@@ -6,12 +6,13 @@ import ProviderTestSupport
 @testable import LedgerWebhooks
 import Synchronization
 
-/// A clock a test moves: the real time plus what the test has added, so that the events the database stamps with
-/// its own time are due at once, and a retry's wait passes when the test says.
+/// A clock a test moves, and nothing else does: it starts an hour after the real time, so that every row the
+/// database stamps with its own time during a test (a delivery queued) is due by it, and a retry's wait passes only
+/// when the test says — however slowly a busy machine runs the test.
 final class MovedClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
-    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
-    func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+    private let time = Mutex(Date().addingTimeInterval(3_600))
+    var now: Date { time.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { time.withLock { $0 += seconds } }
 }
 
 /// A fresh ledger, an endpoint pointed at a receiver, and a dispatcher for it.
@@ -40,12 +41,16 @@ struct WebhookFixture: Sendable {
         }
     }
 
-    func dispatcher(node: String = "node-a", _ configure: (inout WebhookDispatcher.Settings) -> Void = { _ in }) -> WebhookDispatcher {
+    /// A dispatcher on the test's clock (`realTime`: on the real one, for a receiver that checks a delivery's time).
+    func dispatcher(
+        node: String = "node-a", realTime: Bool = false, _ configure: (inout WebhookDispatcher.Settings) -> Void = { _ in }
+    ) -> WebhookDispatcher {
         var settings = WebhookDispatcher.Settings()
         settings.policy = Self.loopback
         settings.timeout = .seconds(30)
         configure(&settings)
         let clock = clock
+        if realTime { return WebhookDispatcher(database: database, settings: settings, node: node) }
         return WebhookDispatcher(database: database, settings: settings, node: node, now: { clock.now })
     }
 

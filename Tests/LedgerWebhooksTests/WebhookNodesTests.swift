@@ -26,15 +26,14 @@ struct WebhookNodesTests {
                 let loop = Task { await dispatcher.run(every: .milliseconds(20)) }
                 defer { loop.cancel() }
                 // The loop queues what is recorded (the feed consumer `webhooks`) and sends it.
-                try await fixture.database.ledger.record(
+                _ = try await fixture.database.ledger.record(
                     orderId: "first", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
-                #expect(await eventually(within: .seconds(5)) { slow.inFlight.withLock { $0.now } == 1 && fixture.receiver.all.count == 1 })
-                try await fixture.database.ledger.record(
+                #expect(await eventually(within: .seconds(120)) { slow.inFlight.withLock { $0.now } == 1 && fixture.receiver.all.count == 1 })
+                _ = try await fixture.database.ledger.record(
                     orderId: "second", events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
-                let started = ContinuousClock.now
-                #expect(await eventually(within: .seconds(5)) { fixture.receiver.all.count == 2 },
+                // Bounded only against a hang: the slow one's answer never comes before the gate opens below.
+                #expect(await eventually(within: .seconds(120)) { fixture.receiver.all.count == 2 },
                         "the fast endpoint has its second event while the slow one still holds its first")
-                #expect(ContinuousClock.now - started < .seconds(5))
                 #expect(slow.all.isEmpty && slow.inFlight.withLock { $0.now } == 1, "the slow one's answer has not come")
                 slowAnswered.open()
             }
@@ -50,7 +49,7 @@ struct WebhookNodesTests {
             return (.noContent, nil)
         }
         try await WebhookFixture.run(receiver: receiver) { fixture in
-            let nodes = ["node-a", "node-b", "node-c"].map { name in fixture.dispatcher(node: name) { $0.lease = .seconds(2) } }
+            let nodes = ["node-a", "node-b", "node-c"].map { name in fixture.dispatcher(node: name) }
             let loops = nodes.map { node in Task { await node.run(every: .milliseconds(5)) } }
             defer { loops.forEach { $0.cancel() } }
             try await withThrowingTaskGroup(of: Void.self) { group in

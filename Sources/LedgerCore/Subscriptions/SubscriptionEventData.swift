@@ -86,7 +86,7 @@ extension SubscriptionEvent {
             members["transaction"] = transaction?.json
             return .object(members)
         case .provider(_, let said):
-            var members: [String: JSONValue] = ["signedAt": .time(said.signedAt)]
+            var members: [String: JSONValue] = ["signedAt": .eventTime(said.signedAt)]
             members["notificationId"] = said.notificationId.map(JSONValue.string)
             members["subtype"] = said.subtype.map(JSONValue.string)
             members["transaction"] = said.transaction?.json
@@ -138,15 +138,15 @@ extension SubscriptionTransaction {
         var members: [String: JSONValue] = [
             "transactionId": .string(transactionId), "originalTransactionId": .string(originalTransactionId),
             "productId": .string(productId), "environment": .string(environment.rawValue),
-            "purchasedAt": .time(purchasedAt), "expiresAt": .time(expiresAt), "familyShared": .bool(familyShared),
-            "signedAt": .time(signedAt),
+            "purchasedAt": .eventTime(purchasedAt), "expiresAt": .eventTime(expiresAt), "familyShared": .bool(familyShared),
+            "signedAt": .eventTime(signedAt),
         ]
         members["webOrderLineItemId"] = webOrderLineItemId.map(JSONValue.string)
         members["price"] = price.map(JSONValue.money)
         members["unconvertedPrice"] = unconvertedPrice.map(JSONValue.unconvertedPrice)
         members["appAccountToken"] = appAccountToken.map(JSONValue.uuid)
         members["revocation"] = revocation.map { revocation in
-            var members: [String: JSONValue] = ["at": .time(revocation.at), "kind": .string(revocation.kind.rawValue)]
+            var members: [String: JSONValue] = ["at": .eventTime(revocation.at), "kind": .string(revocation.kind.rawValue)]
             members["percentage"] = revocation.percentage.map(JSONValue.int)
             return .object(members)
         }
@@ -172,11 +172,11 @@ extension SubscriptionRenewalInfo {
 
     var json: JSONValue {
         var members: [String: JSONValue] = [
-            "autoRenew": .bool(autoRenew), "inBillingRetry": .bool(inBillingRetry), "signedAt": .time(signedAt),
+            "autoRenew": .bool(autoRenew), "inBillingRetry": .bool(inBillingRetry), "signedAt": .eventTime(signedAt),
         ]
         members["renewsTo"] = renewsTo.map(JSONValue.string)
         members["expirationIntent"] = expirationIntent.map { .string($0.rawValue) }
-        members["gracePeriodExpiresAt"] = gracePeriodExpiresAt.map(JSONValue.time)
+        members["gracePeriodExpiresAt"] = gracePeriodExpiresAt.map(JSONValue.eventTime)
         members["priceIncrease"] = priceIncrease.map { .string($0.rawValue) }
         return .object(members)
     }

@@ -9,7 +9,7 @@ extension Subscription {
             "transactions": .array(transactions.values.sorted { $0.transactionId < $1.transactionId }.map(\.json)),
             "renewalInfos": .array(renewalInfos.map(\.json)),
             "notificationIds": .array(notificationIds.sorted().map(JSONValue.string)),
-            "grants": .object(grants.mapValues { .time($0) }),
+            "grants": .object(grants.mapValues { .eventTime($0) }),
         ])
     }
 
