@@ -30,7 +30,7 @@ struct WebhookServeTests {
                 #expect(WebhookSecret(secret) != nil, "the secret alone on stdout")
                 try await recordHappyOrders(20, on: Ledger(client: client))
 
-                let arguments = ["--webhook-allow-hosts", "127.0.0.1", "--webhook-interval", "20", "--webhook-timeout", "2"]
+                let arguments = ["--webhook-allow-hosts", "127.0.0.1", "--webhook-interval", "100", "--webhook-timeout", "2"]
                 let first = try await RunningServer.start(databaseURL: serviceURL, arguments: arguments)
                 defer { first.stop() }
                 victim.withLock { $0 = first }

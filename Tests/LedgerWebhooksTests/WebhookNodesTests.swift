@@ -23,7 +23,7 @@ struct WebhookNodesTests {
                 _ = try await fixture.database.webhooks.add(
                     name: "slow", url: try WebhookEndpointURL(slowURL), selectors: [try #require(WebhookEventSelector("*"))])
                 let dispatcher = fixture.dispatcher()
-                let loop = Task { await dispatcher.run(every: .milliseconds(20)) }
+                let loop = Task { await dispatcher.run(every: .milliseconds(50)) }
                 defer { loop.cancel() }
                 // The loop queues what is recorded (the feed consumer `webhooks`) and sends it.
                 _ = try await fixture.database.ledger.record(
@@ -50,7 +50,7 @@ struct WebhookNodesTests {
         }
         try await WebhookFixture.run(receiver: receiver) { fixture in
             let nodes = ["node-a", "node-b", "node-c"].map { name in fixture.dispatcher(node: name) }
-            let loops = nodes.map { node in Task { await node.run(every: .milliseconds(5)) } }
+            let loops = nodes.map { node in Task { await node.run(every: .milliseconds(50)) } }
             defer { loops.forEach { $0.cancel() } }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<4 {
