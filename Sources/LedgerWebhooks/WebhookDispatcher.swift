@@ -59,6 +59,11 @@ public final class WebhookDispatcher: Sendable {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 do {
+                    // No endpoint, nothing to queue or send: one look a tick, not a walk of the feed.
+                    guard try await webhooks.exist() else {
+                        try? await Task.sleep(for: interval)
+                        continue
+                    }
                     _ = try await consumers.run(webhooks.queueing, node: node)
                     for target in try await claim() {
                         group.addTask { _ = await self.deliver(target) }

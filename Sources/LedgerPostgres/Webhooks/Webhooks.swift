@@ -29,6 +29,14 @@ public struct Webhooks: Sendable {
         return secret
     }
 
+    /// Whether any endpoint exists (enabled or not).
+    public func exist() async throws -> Bool {
+        try await client.query("SELECT EXISTS (SELECT 1 FROM webhook_endpoints)", .reads, logger: logger) { rows in
+            for try await exists in rows.decode(Bool.self) { return exists }
+            return false
+        }
+    }
+
     /// Every endpoint, by name, with how far behind its deliveries are.
     public func list(now: Date) async throws -> [WebhookEndpoint] {
         try await endpoints(where: "true", now: now)
