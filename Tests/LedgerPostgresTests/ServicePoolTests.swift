@@ -151,7 +151,7 @@ struct ServicePoolTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let (database, name) = try await TestDatabase.fresh(poolSize: 8)
         let pools = EventLoopPools(
-            configuration: database.configuration, group: group, backgroundLogger: Logger(label: "test"))
+            configuration: database.configuration, servers: nil, group: group, backgroundLogger: Logger(label: "test"))
         try await withThrowingDiscardingTaskGroup { tasks in
             tasks.addTask { await pools.run() }
             for loop in group.makeIterator() {

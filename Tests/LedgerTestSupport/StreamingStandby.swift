@@ -9,6 +9,20 @@ public enum StreamingStandby {
     public static func withPrimaryAndStandby<T: Sendable>(
         _ body: @Sendable @escaping (_ primary: SessionPool, _ standby: SessionPool, _ standbyCluster: EmbeddedPostgres) async throws -> T
     ) async throws -> T {
+        try await withClusters { primaryCluster, standbyCluster in
+            try await Database(configuration: primaryCluster.configuration(database: "postgres")).withClient { onPrimary in
+                try await Database(configuration: standbyCluster.configuration(database: "postgres")).withClient { onStandby in
+                    try await body(onPrimary, onStandby, standbyCluster)
+                }
+            }
+        }
+    }
+
+    /// The two clusters themselves, running, the schema migrated on the primary: for a test that stops or promotes
+    /// them. Both are stopped and removed after `body`.
+    public static func withClusters<T: Sendable>(
+        _ body: @Sendable @escaping (_ primary: EmbeddedPostgres, _ standby: EmbeddedPostgres) async throws -> T
+    ) async throws -> T {
         let base = URL(fileURLWithPath: "/tmp/olr-" + UUID().uuidString.prefix(8).lowercased())
         let primaryCluster = EmbeddedPostgres(dataDirectory: base.appendingPathComponent("p"))
         let standbyCluster = EmbeddedPostgres(dataDirectory: base.appendingPathComponent("s"))
@@ -18,14 +32,11 @@ public enum StreamingStandby {
             try? FileManager.default.removeItem(at: base)
         }
         try primaryCluster.start()
-        let primary = Database(configuration: primaryCluster.configuration(database: "postgres"))
-        _ = try await primary.withClient { try await Migrator(client: $0).migrate() }
-        _ = try primaryCluster.startStandby(in: standbyCluster.dataDirectory)
-        return try await primary.withClient { onPrimary in
-            try await Database(configuration: standbyCluster.configuration(database: "postgres")).withClient { onStandby in
-                try await body(onPrimary, onStandby, standbyCluster)
-            }
+        _ = try await Database(configuration: primaryCluster.configuration(database: "postgres")).withClient {
+            try await Migrator(client: $0).migrate()
         }
+        _ = try primaryCluster.startStandby(in: standbyCluster.dataDirectory)
+        return try await body(primaryCluster, standbyCluster)
     }
 
     /// Polls `condition` for up to `limit` (a replica catching up, a monitor noticing); false if it never held. The

@@ -7,10 +7,14 @@ public struct Database: Sendable {
     public let configuration: PostgresClient.Configuration
     /// The embedded cluster, when no URL was given.
     public let embedded: EmbeddedPostgres?
+    /// The servers to choose among, when the URL named several or a `target_session_attrs`; nil: the one server of
+    /// `configuration`, used as it is.
+    public let servers: DatabaseServers?
 
-    public init(configuration: PostgresClient.Configuration, embedded: EmbeddedPostgres? = nil) {
+    public init(configuration: PostgresClient.Configuration, embedded: EmbeddedPostgres? = nil, servers: DatabaseServers? = nil) {
         self.configuration = configuration
         self.embedded = embedded
+        self.servers = servers
     }
 
     /// What `serve` connects its pool with: on the embedded cluster, the least-privileged `ledger_service` over the
@@ -63,9 +67,14 @@ public struct Database: Sendable {
         creating: Bool = true
     ) throws -> (database: Database, startedEmbedded: Bool) {
         if let url = url ?? environment["DATABASE_URL"], !url.isEmpty {
-            var configuration = try Self.configuration(fromURL: url)
+            let named = try Database(url: url, environment: environment)
+            // The ledger writes: a URL naming several servers must let it find the writable one.
+            if let servers = named.servers, ![.readWrite, .primary].contains(servers.target) {
+                throw DatabaseURLError(url: url, target: servers.target.rawValue, writes: true)
+            }
+            var configuration = named.configuration
             configuration.options.maximumConnections = poolSize
-            return (Database(configuration: configuration, embedded: nil), false)
+            return (Database(configuration: configuration, servers: named.servers), false)
         }
         let embedded = EmbeddedPostgres(dataDirectory: EmbeddedPostgres.defaultDataDirectory(environment: environment))
         guard creating || embedded.isInitialised else { throw NoLedgerDatabase(dataDirectory: embedded.dataDirectory.path) }
@@ -76,33 +85,11 @@ public struct Database: Sendable {
         return (Database(configuration: configuration, embedded: embedded), started)
     }
 
-    /// Parses `postgres://user:password@host:port/database`, or, for a Unix socket, libpq's
-    /// `postgres://user@/database?host=/socket/directory` (the socket is `<directory>/.s.PGSQL.<port>`). TLS is not
-    /// negotiated: the ledger expects its database on loopback or a private network.
-    public static func configuration(fromURL text: String) throws -> PostgresClient.Configuration {
-        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
-              let user = url.user
-        else { throw DatabaseURLError(url: text) }
-        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-        let username = user.removingPercentEncoding ?? user
-        let password = url.password?.removingPercentEncoding
-        let port = url.port ?? 5432
-        if let socketDirectory = url.queryItems?.first(where: { $0.name == "host" })?.value, socketDirectory.hasPrefix("/") {
-            return PostgresClient.Configuration(
-                unixSocketPath: socketDirectory + "/.s.PGSQL.\(port)", username: username, password: password,
-                database: database.isEmpty ? nil : database)
-        }
-        guard let host = url.host, !host.isEmpty else { throw DatabaseURLError(url: text) }
-        return PostgresClient.Configuration(
-            host: host, port: port, username: username, password: password, database: database.isEmpty ? nil : database,
-            tls: .disable)
-    }
-
     /// Runs `body` with a pool of sessions to this database, then closes the pool.
     func withClient<T: Sendable>(
         logger: Logger = Logger(label: "ledger.db"), _ body: @Sendable @escaping (SessionPool) async throws -> T
     ) async throws -> T {
-        let client = SessionPool(configuration: configuration, backgroundLogger: Self.quieterLogger(logger))
+        let client = SessionPool(configuration: configuration, servers: servers, backgroundLogger: Self.quieterLogger(logger))
         do {
             let result = try await body(client)
             await client.close()
@@ -116,10 +103,16 @@ public struct Database: Sendable {
         }
     }
 
-    /// Where this database is, for people: `user@host:port/database` or `user@socket/database`, never a password.
+    /// Where this database is, for people: `user@host:port/database`, `user@socket/database` or
+    /// `user@h1:5432,h2:5432/database (read-write)`, never a password.
     public var target: String {
-        let place = configuration.unixSocketPath ?? "\(configuration.host ?? "localhost"):\(configuration.port ?? 5432)"
-        return "\(configuration.username)@\(place)/\(configuration.database ?? configuration.username)"
+        let place = if let servers {
+            servers.addresses.map(\.description).joined(separator: ",")
+        } else {
+            configuration.unixSocketPath ?? "\(configuration.host ?? "localhost"):\(configuration.port ?? 5432)"
+        }
+        let wanted = servers.map { " (\($0.target.rawValue))" } ?? ""
+        return "\(configuration.username)@\(place)/\(configuration.database ?? configuration.username)\(wanted)"
     }
 }
 
@@ -129,12 +122,15 @@ public struct DatabaseUnreachable: Error, CustomStringConvertible {
     public let target: String
     public let reason: any Error
     public var description: String {
-        let why = if let reason = reason as? PSQLError {
-            reason.serverInfo?[.message] ?? reason.underlying.map { "\($0)" } ?? "\(reason.code)"
-        } else {
-            "\((reason as? SessionNotOpened)?.underlying ?? reason)"
+        "cannot reach PostgreSQL at \(target): \(Self.reason(reason)) (check DATABASE_URL, and that the server is running and accepts connections)"
+    }
+
+    /// Why a session could not be opened, in PostgreSQL's words where it gave some.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            return error.serverInfo?[.message] ?? error.underlying.map { "\($0)" } ?? "\(error.code)"
         }
-        return "cannot reach PostgreSQL at \(target): \(why) (check DATABASE_URL, and that the server is running and accepts connections)"
+        return "\((error as? SessionNotOpened)?.underlying ?? error)"
     }
 }
 
@@ -167,12 +163,5 @@ extension Database {
         var logger = logger
         logger.logLevel = max(logger.logLevel, .error)
         return logger
-    }
-}
-
-public struct DatabaseURLError: Error, CustomStringConvertible {
-    public let url: String
-    public var description: String {
-        "DATABASE_URL must look like postgres://user:password@host:5432/database (or postgres://user@/database?host=/socket/dir)"
     }
 }

@@ -11,15 +11,16 @@ public enum DatabaseErrors {
 
     /// Connection failures, a server shutting down or refusing connections, no answer within the deadline, a pool
     /// already closed (`serve` stopping), a commit PostgreSQL did not confirm, work PostgreSQL itself ended at the service's limits
-    /// (`ServerLimits`: 57014 statement timeout, 55P03 lock timeout, 25P03 idle in transaction): worth a retry, not a 500.
+    /// (`ServerLimits`: 57014 statement timeout, 55P03 lock timeout, 25P03 idle in transaction), a write that reached a
+    /// server not taking writes (25006, mid-failover) or no server fitting (`NoServerFits`): worth a retry, not a 500.
     public static func isUnavailable(_ error: any Error) -> Bool {
         if error is DatabaseTimeout || error is SessionPoolClosed || error is CommitUnconfirmed || error is DatabaseUnreachable
-            || error is SessionNotOpened {
+            || error is SessionNotOpened || error is NoServerFits {
             return true
         }
         guard let error = error as? PSQLError else { return false }
         if let state = error.serverInfo?[.sqlState] {
-            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300", "57014", "55P03", "25P03"].contains(state)
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300", "57014", "55P03", "25P03", "25006"].contains(state)
         }
         return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed]
             .contains(error.code)

@@ -33,4 +33,10 @@ extension EmbeddedPostgres {
         try standby.start()
         return standby
     }
+
+    /// Promotes this standby to a primary (`pg_ctl promote`), waiting until it takes writes: what a failover does.
+    public func promote() throws {
+        let promoted = try PostgresBinaries.locate().run("pg_ctl", ["-D", clusterDirectory.path, "-w", "-t", "60", "-s", "promote"], as: owner)
+        guard promoted.status == 0 else { throw EmbeddedPostgresError.commandFailed("pg_ctl promote", promoted.output) }
+    }
 }

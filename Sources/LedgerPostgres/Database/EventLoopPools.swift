@@ -28,13 +28,18 @@ struct EventLoopPools: Sendable {
     }
 
     /// A pool for each of the first loops of `group`: as many as `shares` gives sessions to.
-    init(configuration: PostgresClient.Configuration, group: MultiThreadedEventLoopGroup, backgroundLogger: Logger) {
+    /// They share `servers`: the first pool to find a new primary sends every pool's next session to it.
+    init(
+        configuration: PostgresClient.Configuration, servers: DatabaseServers?, group: MultiThreadedEventLoopGroup,
+        backgroundLogger: Logger
+    ) {
         let loops = Array(group.makeIterator())
         let shares = Self.shares(of: configuration.options.maximumConnections, loops: loops.count)
         pools = zip(loops, shares).map { loop, sessions in
             var configuration = configuration
             configuration.options.maximumConnections = sessions
-            return (loop, SessionPool(configuration: configuration, eventLoopGroup: loop, backgroundLogger: backgroundLogger))
+            let pool = SessionPool(configuration: configuration, servers: servers, eventLoopGroup: loop, backgroundLogger: backgroundLogger)
+            return (loop, pool)
         }
     }
 

@@ -20,4 +20,5 @@ enum SQLStates {
     static let deadlockDetected = "40P01"
     static let serializationFailure = "40001"
     static let lockNotAvailable = "55P03"
+    static let readOnlyTransaction = "25006"
 }

@@ -24,6 +24,8 @@ import Synchronization
 /// closed mid-query is forgotten at once (`forget`), so a query stuck on it costs the pool no slot.
 final class SessionPool: Service, Sendable {
     let configuration: PostgresClient.Configuration
+    /// The servers to choose among (`DatabaseServers`); nil: `configuration`'s one server.
+    let servers: DatabaseServers?
     private let maximum: Int
     /// How long the pool keeps trying to open a session while it has none in use, before it fails the waiting leases.
     private let givingUpAfter: TimeAmount
@@ -36,10 +38,12 @@ final class SessionPool: Service, Sendable {
     /// Sessions connect on `eventLoopGroup`'s loops (`serve` gives each pool a loop of its own, `EventLoopPools`).
     /// TLS is not negotiated (`Database.configuration(fromURL:)`): the database is on loopback or a private network.
     init(
-        configuration: PostgresClient.Configuration, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        configuration: PostgresClient.Configuration, servers: DatabaseServers? = nil,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         backgroundLogger: Logger = Logger(label: "ledger.db"), givingUpAfter: Duration = .seconds(60)
     ) {
         self.configuration = configuration
+        self.servers = servers
         self.maximum = max(1, configuration.options.maximumConnections)
         self.state = Mutex(State(maximum: maximum))
         self.givingUpAfter = TimeAmount(givingUpAfter)
@@ -52,7 +56,12 @@ final class SessionPool: Service, Sendable {
     func withConnection<T>(_ use: SessionUse = .writes, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await lease(use)
         defer { release(connection) }
-        return try await connection.run(use, body)
+        do {
+            return try await connection.run(use, body)
+        } catch {
+            closeIfNotWritable(connection, error)
+            throw error
+        }
     }
 
     /// `withConnection`, inside a transaction: committed when `body` returns, rolled back when it throws. A `COMMIT`
@@ -63,8 +72,15 @@ final class SessionPool: Service, Sendable {
         do {
             return try await connection.withTransaction(logger: logger, body)
         } catch {
+            closeIfNotWritable(connection, error)
             throw underlyingError(error)
         }
+    }
+
+    /// A write refused because the server does not take writes (SQLSTATE 25006: a standby, or a primary being demoted
+    /// at a switchover) closes its session: the pool opens the next one on the server that does (`DatabaseServers`).
+    private func closeIfNotWritable(_ connection: PostgresConnection, _ error: any Error) {
+        if sqlState(of: error) == SQLStates.readOnlyTransaction { Self.close(connection) }
     }
 
     /// Runs one statement on a session of the pool. A statement that may write (`.writes`, the default) is run to its
@@ -79,12 +95,17 @@ final class SessionPool: Service, Sendable {
         let connection = try await lease(use)
         guard use == .reads else {
             defer { release(connection) }
-            return try await connection.run(.writes) { connection in
-                var rows: [PostgresRow] = []
-                for try await row in try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line) {
-                    rows.append(row)
+            do {
+                return try await connection.run(.writes) { connection in
+                    var rows: [PostgresRow] = []
+                    for try await row in try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line) {
+                        rows.append(row)
+                    }
+                    return PooledRows(collected: rows)
                 }
-                return PooledRows(collected: rows)
+            } catch {
+                closeIfNotWritable(connection, error)
+                throw error
             }
         }
         let lease = Lease(pool: self, connection: connection)
@@ -207,14 +228,24 @@ final class SessionPool: Service, Sendable {
         }
     }
 
-    /// A new session: a channel opened here, started by PostgresNIO, then watched for its commits (`CommitWatch`,
-    /// which needs the channel PostgresNIO keeps to itself when it opens one).
+    /// A new session on a server that fits (`DatabaseServers`), or on `configuration`'s one server.
     private func openSession(on eventLoop: any EventLoop, id: Int, logger: Logger) -> EventLoopFuture<PostgresConnection> {
+        guard let servers else { return openSession(at: Self.address(of: configuration), on: eventLoop, id: id, logger: logger) }
+        return eventLoop.makeFutureWithTask {
+            try await servers.session(
+                open: { try await self.openSession(at: $0, on: eventLoop, id: id, logger: logger).get() }, logger: logger)
+        }
+    }
+
+    /// A new session at `address`: a channel opened here, started by PostgresNIO, then watched for its commits
+    /// (`CommitWatch`, which needs the channel PostgresNIO keeps to itself when it opens one).
+    private func openSession(
+        at address: DatabaseServers.Address, on eventLoop: any EventLoop, id: Int, logger: Logger
+    ) -> EventLoopFuture<PostgresConnection> {
         let bootstrap = ClientBootstrap(group: eventLoop).connectTimeout(TimeAmount(configuration.options.connectTimeout))
-        let opening = if let socket = configuration.unixSocketPath {
-            bootstrap.connect(unixDomainSocketPath: socket)
-        } else {
-            bootstrap.connect(host: configuration.host ?? "localhost", port: configuration.port ?? 5432)
+        let opening = switch address {
+        case .socket(let path): bootstrap.connect(unixDomainSocketPath: path)
+        case .tcp(let host, let port): bootstrap.connect(host: host, port: port)
         }
         return opening.flatMapErrorThrowing { throw SessionNotOpened(underlying: $0) }.flatMap { channel in
             var session = PostgresConnection.Configuration(
@@ -230,6 +261,12 @@ final class SessionPool: Service, Sendable {
                     return eventLoop.makeFailedFuture(error)
                 }
         }
+    }
+
+    /// The one server a configuration names.
+    private static func address(of configuration: PostgresClient.Configuration) -> DatabaseServers.Address {
+        if let socket = configuration.unixSocketPath { return .socket(path: socket) }
+        return .tcp(host: configuration.host ?? "localhost", port: configuration.port ?? 5432)
     }
 
     private func perform(_ next: Next) {

@@ -49,7 +49,7 @@ extension Database {
     /// could change events: then only the append-only trigger guards them.
     public func serviceLedger(limits: ServerLimits, logger: Logger) async throws -> LedgerDatabase {
         let configuration = serviceConfiguration(limits: limits)
-        try await Database(configuration: configuration).withClient(logger: logger) { service in
+        try await Database(configuration: configuration, servers: servers).withClient(logger: logger) { service in
             if try await ServiceRole.connectedRoleIsPrivileged(client: service, logger: logger) {
                 logger.warning("""
                     serve is connected as a role that may change or remove events; only the append-only trigger guards \
@@ -58,7 +58,7 @@ extension Database {
             }
         }
         let pools = EventLoopPools(
-            configuration: configuration, group: MultiThreadedEventLoopGroup.singleton,
+            configuration: configuration, servers: servers, group: MultiThreadedEventLoopGroup.singleton,
             backgroundLogger: Self.quieterLogger(logger))
         return LedgerDatabase(pools: pools, logger: logger)
     }

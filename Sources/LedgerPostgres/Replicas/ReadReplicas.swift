@@ -55,15 +55,18 @@ public final class ReadReplicas: Sendable {
 
     /// `serve`'s replicas, from their URLs (connected like the primary's pool, `Database.serviceConfiguration(limits:)`,
     /// `poolSize` sessions each); nil when no URL is given. Not running yet: `serve` runs `pools` as services.
+    /// A URL naming several servers (a high-availability formation's) prefers a standby among them, else reads from
+    /// whichever answers (`target_session_attrs=prefer-standby` unless it says otherwise).
     public static func connect(
         urls: [String], primary: LedgerDatabase, poolSize: Int, limits: ServerLimits, maximumLag: Duration,
         readYourWritesWait: Duration, logger: Logger
     ) throws -> ReadReplicas? {
         let clients = try urls.map { url in
-            var configuration = try Database.configuration(fromURL: url)
+            let named = try Database(url: url, defaultTarget: .preferStandby)
+            var configuration = named.configuration
             configuration.options.maximumConnections = poolSize
             return SessionPool(
-                configuration: Database(configuration: configuration).serviceConfiguration(limits: limits),
+                configuration: Database(configuration: configuration).serviceConfiguration(limits: limits), servers: named.servers,
                 backgroundLogger: Database.quieterLogger(logger))
         }
         guard !clients.isEmpty else { return nil }
@@ -94,9 +97,11 @@ public final class ReadReplicas: Sendable {
             for (index, replica) in replicas.enumerated() {
                 let state: Health
                 do {
-                    // A read URL that is the primary itself (not in recovery) is always caught up.
+                    // A read URL that is the primary itself (not in recovery) is always caught up; so is a standby
+                    // promoted since (whose last replayed position stays where its recovery ended).
                     let replayed = try await Self.position(
-                        "SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn())::text", on: replica.ledger.client, logger: logger)
+                        "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text",
+                        on: replica.ledger.client, logger: logger)
                     if replayed >= lsn {
                         caughtUpAt[index] = now
                     } else if let previous, replayed >= previous.lsn {
