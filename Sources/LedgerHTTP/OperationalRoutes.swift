@@ -28,16 +28,25 @@ struct OperationalRoutes {
     }
 
     /// Ready when the database answers within the readiness timeout (or the request deadline, when that is shorter;
-    /// `Operations.isReachable`).
+    /// `Operations.readiness`) and takes writes: a standby, or a primary not yet taking writes mid-failover, is not
+    /// ready. `replication` says whether a commit waits for a standby (`synchronous`) or is on one machine only
+    /// (`single_copy`: the formation's standby is gone); ready either way.
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
         let limit = Deadline.request.map { min($0, readinessTimeout) } ?? readinessTimeout
-        guard await operations.isReachable(within: limit, logger: context.logger) else {
+        guard let database = await operations.readiness(within: limit, logger: context.logger) else {
             throw APIError(.serviceUnavailable, "unavailable", "the database cannot be reached", headers: [.retryAfter: "1"])
         }
-        guard let replicas else { return JSONResponse.make(status: .ok, body: ["status": "ready"]) }
+        guard database.takesWrites else {
+            throw APIError(
+                .serviceUnavailable, "unavailable", "the database does not take writes now (a standby, or a failover under way)",
+                headers: [.retryAfter: "1"])
+        }
+        let replication = JSONValue.string(database.synchronousReplication ? "synchronous" : "single_copy")
+        guard let replicas else { return JSONResponse.make(status: .ok, body: ["status": "ready", "replication": replication]) }
         let maximumLag = replicas.maximumLag
         return JSONResponse.make(status: .ok, body: [
             "status": "ready",
+            "replication": replication,
             "replicas": .array(replicas.report.map { name, health in
                 let state = JSONValue.string(health.state(maximumLag: maximumLag))
                 return switch health {

@@ -73,7 +73,7 @@ struct FeedAndDocumentTests {
             _ = try await api.post("order-1", Lifecycle().created)
             #expect(try await api.get("/healthz", token: nil).status == .ok)
             let ready = try await api.get("/readyz", token: nil)
-            #expect(ready.json == ["status": "ready"], "\(ready.status) \(ready.bodyText)")
+            #expect(ready.json == ["status": "ready", "replication": "single_copy"], "\(ready.status) \(ready.bodyText)")
             let metrics = try await api.get("/metrics", token: nil)
             #expect(metrics.status == .ok)
             #expect(metrics.bodyText.contains("ledger_events_appended_total"))

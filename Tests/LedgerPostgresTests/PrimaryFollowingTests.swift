@@ -76,6 +76,7 @@ import Testing
                 }
                 #expect(written)
                 #expect(try await Self.inRecovery(pool) == false)
+                #expect(await LedgerDatabase(client: pool).operations.readiness(within: .seconds(60), logger: .init(label: "test"))?.takesWrites == true)
                 let rows = try await Self.numbers("SELECT n FROM failover_probe ORDER BY n", on: pool)
                 #expect(rows == [1, 3])
             }
@@ -95,6 +96,8 @@ import Testing
                     }
                 }
                 #expect(error.map { DatabaseErrors.isUnavailable($0) } == true)
+                // `/readyz` says not ready: the service cannot write here.
+                #expect(await LedgerDatabase(client: pool).operations.readiness(within: .seconds(60), logger: .init(label: "test"))?.takesWrites == false)
                 let closed = try await StreamingStandby.eventually { session?.isClosed == true }
                 #expect(closed)
             }

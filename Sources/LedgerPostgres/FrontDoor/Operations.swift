@@ -14,18 +14,21 @@ public struct Operations: Sendable {
 
     // MARK: Readiness
 
-    /// Whether the database answers `SELECT 1` within `limit`. The query runs under `withConnection(within:)`, like
-    /// every request's database work: the answer comes at the limit even when the query never returns (PostgresNIO's
-    /// queries ignore cancellation, so waiting for a cancelled query, as a task group does for its children, could
-    /// wait forever).
-    public func isReachable(within limit: Duration, logger: Logger) async -> Bool {
+    /// What the database says of itself within `limit`; nil when it does not answer in time. The query runs under
+    /// `withConnection(within:)`, like every request's database work: the answer comes at the limit even when the
+    /// query never returns (PostgresNIO's queries ignore cancellation, so waiting for a cancelled query, as a task
+    /// group does for its children, could wait forever).
+    public func readiness(within limit: Duration, logger: Logger) async -> DatabaseReadiness? {
         do {
-            try await client.withConnection(within: limit, .reads) { connection in
-                for try await _ in try await connection.query("SELECT 1", logger: logger) {}
+            return try await client.withConnection(within: limit, .reads) { connection in
+                let rows = try await connection.query(DatabaseReadiness.query, logger: logger)
+                for try await (writable, synchronous) in rows.decode((Bool, Bool).self) {
+                    return DatabaseReadiness(takesWrites: writable, synchronousReplication: synchronous)
+                }
+                return nil
             }
-            return true
         } catch {
-            return false
+            return nil
         }
     }
 
@@ -130,4 +133,20 @@ public struct Operations: Sendable {
     }
 
     var tokens: TokenStore { TokenStore(client: client, logger: logger) }
+}
+
+/// The database as `/readyz` reports it.
+public struct DatabaseReadiness: Sendable {
+    /// A primary out of recovery and not read-only: false on a standby, and on a primary pg_auto_failover keeps
+    /// read-only until the old one is known to have stopped (docs/operating.md, "High availability").
+    public let takesWrites: Bool
+    /// Whether a commit waits for a standby (`synchronous_standby_names` set, `synchronous_commit` at least
+    /// `remote_write`): false while the formation runs on one copy, its standby gone.
+    public let synchronousReplication: Bool
+
+    static let query: PostgresQuery = """
+        SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off',
+               current_setting('synchronous_standby_names') <> ''
+                   AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+        """
 }
