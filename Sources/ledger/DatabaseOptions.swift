@@ -6,8 +6,9 @@ import LedgerPostgres
 /// in `LEDGER_DATA_DIR` (default `./.ledger`) is used, started if needed; only `serve` and `migrate` create one.
 struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("database-url"), help: """
-        postgres://user:password@host:port/database (default: $DATABASE_URL, else the embedded database in \
-        $LEDGER_DATA_DIR, default ./.ledger, which only serve and migrate create).
+        postgres://user:password@host:port/database, or several servers of a high-availability formation as libpq \
+        takes them, postgres://user@h1:5432,h2:5432/database?target_session_attrs=read-write (default: $DATABASE_URL, \
+        else the embedded database in $LEDGER_DATA_DIR, default ./.ledger, which only serve and migrate create).
         """)
     var url: String?
 

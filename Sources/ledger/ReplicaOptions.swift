@@ -7,7 +7,8 @@ import Logging
 struct ReplicaOptions: ParsableArguments {
     @Option(name: .customLong("database-read-url"), help: """
         A streaming replica for the reads that may lag: orders, histories, chains, refusals, lists, the feed \
-        (repeatable; default: $DATABASE_READ_URL, comma-separated). Connect as the same role as --database-url.
+        (repeatable; default: $DATABASE_READ_URL, comma-separated). Connect as the same role as --database-url. \
+        A URL naming several servers (h1:5432,h2:5432) reads from a standby among them when there is one.
         """)
     var urls: [String] = []
     @Option(name: .customLong("replica-max-lag"), help: "Milliseconds a replica may lag before its reads go to the primary.")
@@ -22,9 +23,7 @@ struct ReplicaOptions: ParsableArguments {
 
     /// The replicas, connected like the primary's pool (`ReadReplicas.connect`); nil when none.
     func replicas(primary: LedgerDatabase, poolSize: Int, limits: ServerLimits, logger: Logger) throws -> ReadReplicas? {
-        let given = urls.isEmpty
-            ? (ProcessInfo.processInfo.environment["DATABASE_READ_URL"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            : urls
+        let given = urls.isEmpty ? Self.urls(in: ProcessInfo.processInfo.environment["DATABASE_READ_URL"] ?? "") : urls
         guard let replicas = try ReadReplicas.connect(
             urls: given.filter { !$0.isEmpty }, primary: primary, poolSize: poolSize, limits: limits,
             maximumLag: .milliseconds(maximumLagMilliseconds), readYourWritesWait: .milliseconds(readYourWritesWaitMilliseconds),
@@ -32,5 +31,20 @@ struct ReplicaOptions: ParsableArguments {
         else { return nil }
         logger.info("reads that may lag go to \(replicas.replicas.count) replica(s) when they lag at most \(maximumLagMilliseconds) ms")
         return replicas
+    }
+
+    /// `DATABASE_READ_URL`'s URLs: separated by commas, where a comma inside a URL that names several servers
+    /// (`postgres://u@h1:5432,h2:5432/db`) does not start a new one — only one followed by `postgres(ql)://` does.
+    static func urls(in text: String) -> [String] {
+        var urls: [String] = []
+        for piece in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let trimmed = piece.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("postgres://") || trimmed.hasPrefix("postgresql://") || urls.isEmpty {
+                urls.append(trimmed)
+            } else {
+                urls[urls.count - 1] += "," + trimmed
+            }
+        }
+        return urls.filter { !$0.isEmpty }
     }
 }

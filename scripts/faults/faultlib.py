@@ -45,14 +45,18 @@ def pg_bin():
 
 
 class Service:
-    """`ledger serve` on the embedded cluster in `data_dir`, on 127.0.0.1:`port`."""
+    """`ledger serve` on 127.0.0.1:`port`: on the embedded cluster in `data_dir`, or, given `service_url`, on that
+    database (`owner_url` then names it for the operator's commands and psql)."""
 
-    def __init__(self, data_dir, port, fresh=True):
+    def __init__(self, data_dir, port, fresh=True, service_url=None, owner_url=None, extra_env=None):
         self.data_dir = data_dir
         self.port = port
         self.binary = ledger_binary()
         self.process = None
         self.log_path = os.path.join(data_dir, "serve.log")
+        self.service_url = service_url
+        self.owner_url = owner_url
+        self.extra_env = extra_env or {}
         if fresh:
             self.stop_cluster()
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -60,7 +64,7 @@ class Service:
 
     @property
     def database_url(self):
-        return f"postgres://postgres@/ledger?host={self.data_dir}/run"
+        return self.owner_url or f"postgres://postgres@/ledger?host={self.data_dir}/run"
 
     @property
     def pg_data(self):
@@ -70,13 +74,18 @@ class Service:
         env = dict(os.environ)
         env["LEDGER_DATA_DIR"] = self.data_dir
         env.pop("DATABASE_URL", None)
+        env.pop("DATABASE_READ_URL", None)
+        env.update(self.extra_env)
         return env
 
     def start(self, timeout=90):
         log = open(self.log_path, "a")
+        env = self.env()
+        if self.service_url:
+            env["DATABASE_URL"] = self.service_url
         self.process = subprocess.Popen(
             [self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-            env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -113,14 +122,14 @@ class Service:
 
     def stop_cluster(self):
         """Stops the embedded cluster when it runs (a restarted service does not own it, so it would not)."""
-        if os.path.exists(os.path.join(self.pg_data, "postmaster.pid")):
+        if not self.service_url and os.path.exists(os.path.join(self.pg_data, "postmaster.pid")):
             self.pg_ctl("-m", "fast", "-w", "-s", "stop", check=False)
 
-    def ledger(self, *arguments):
-        """Runs a `ledger` subcommand against this cluster; returns (exit status, stdout, stderr)."""
+    def ledger(self, *arguments, env=None):
+        """Runs a `ledger` subcommand against this database as its owner; returns (exit status, stdout, stderr)."""
         result = subprocess.run(
             [self.binary, *arguments, "--database-url", self.database_url],
-            env=self.env(), capture_output=True, text=True, timeout=120)
+            env={**self.env(), **(env or {})}, capture_output=True, text=True, timeout=120)
         return result.returncode, result.stdout, result.stderr
 
     def create_token(self, name):
@@ -132,8 +141,7 @@ class Service:
     def psql(self, sql):
         """Rows of a query, as lists of strings (psql unaligned, tab-separated)."""
         result = subprocess.run(
-            ["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-h", os.path.join(self.data_dir, "run"),
-             "-U", "postgres", "-d", "ledger", "-c", sql],
+            ["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", self.database_url, "-c", sql],
             capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             fail(f"psql: {result.stderr}")
@@ -177,6 +185,90 @@ def lifecycle(order_id, transaction_id, account_id):
         event_id = str(uuid.uuid4())
         events.append((event_id, json.dumps({"eventId": event_id, "type": event_type, "data": event_data})))
     return events
+
+
+class Load:
+    """`clients` threads posting 6-event lifecycles (`lifecycle`: orders `<prefix><client>-<n>`), one event per
+    request, each 2xx logged to `ack_log` as it arrives. A 503 is retried with the same eventId after its Retry-After
+    (at most 2 s), a failed connection after 0.5 s, for up to `retry_for` seconds; any other answer is recorded and
+    ends that client. A prober polls /readyz every 0.2 s.
+
+    `answers`: (sent at, answered at, status or exception name, Retry-After, error code, order id);
+    `readiness`: (sent at, answered at, status or exception name). Read them under `lock`."""
+
+    def __init__(self, port, token, prefix, run, ack_log, clients=8, client_timeout=10.0, retry_for=45.0):
+        self.port, self.token, self.prefix, self.run, self.ack_log = port, token, prefix, run, ack_log
+        self.clients, self.client_timeout, self.retry_for = clients, client_timeout, retry_for
+        self.answers, self.readiness = [], []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.threads = []
+
+    def start(self):
+        self.threads = [threading.Thread(target=self.client, args=(n,), daemon=True) for n in range(self.clients)]
+        self.threads.append(threading.Thread(target=self.prober, daemon=True))
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self):
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=self.client_timeout + 5)
+
+    def acknowledged_since(self, moment):
+        """The first 2xx answered to a request sent at or after `moment`: its answer time, or None."""
+        with self.lock:
+            times = [a[1] for a in self.answers if a[0] >= moment and isinstance(a[2], int) and 200 <= a[2] < 300]
+        return min(times, default=None)
+
+    def client(self, number):
+        sequence = 0
+        while not self.stopping.is_set():
+            sequence += 1
+            order_id = f"{self.prefix}{number}-{sequence}"
+            transaction_id = f"{self.run}{number:03d}{sequence:06d}"
+            for event_id, body in lifecycle(order_id, transaction_id, f"acct-{number}"):
+                deadline = time.monotonic() + self.retry_for
+                while True:
+                    sent = time.monotonic()
+                    try:
+                        status, headers, response = request(
+                            "POST", self.port, f"/v1/orders/{order_id}/events", body, self.token, timeout=self.client_timeout)
+                    except OSError as error:
+                        with self.lock:
+                            self.answers.append((sent, time.monotonic(), type(error).__name__, None, None, order_id))
+                        if time.monotonic() > deadline or self.stopping.is_set():
+                            return
+                        time.sleep(0.5)
+                        continue
+                    code = None
+                    if status >= 400:
+                        try:
+                            code = json.loads(response)["error"]["code"]
+                        except (ValueError, KeyError, TypeError):
+                            code = "(no JSON error)"
+                    with self.lock:
+                        self.answers.append((sent, time.monotonic(), status, headers.get("retry-after"), code, order_id))
+                    if 200 <= status < 300:
+                        self.ack_log.record(event_id, order_id, status)
+                        break
+                    if status == 503 and time.monotonic() < deadline and not self.stopping.is_set():
+                        time.sleep(min(float(headers.get("retry-after", "1") or 1), 2.0))
+                        continue
+                    return  # anything else is recorded and reported by the script
+                if self.stopping.is_set():
+                    return  # its order may stay half-way through its lifecycle: every event of it is whole
+
+    def prober(self):
+        while not self.stopping.is_set():
+            at = time.monotonic()
+            try:
+                status, _, _ = request("GET", self.port, "/readyz", timeout=self.client_timeout)
+            except OSError as error:
+                status = type(error).__name__
+            with self.lock:
+                self.readiness.append((at, time.monotonic(), status))
+            time.sleep(0.2)
 
 
 class AckLog:
