@@ -26,6 +26,15 @@ import Testing
         #expect(database.target == "ledger_service@127.0.0.1:55401,127.0.0.1:55402/ledger (read-write)")
     }
 
+    /// Each of several servers gets a short connect timeout: a dead machine's server answers nothing, and the next
+    /// is tried only after it. `connect_timeout` sets it, as in libpq.
+    @Test func aConnectionToEachOfSeveralServersIsBoundedInTime() throws {
+        #expect(try Database(url: "postgres://u@h/x").configuration.options.connectTimeout == .seconds(10))
+        #expect(try Database(url: "postgres://u@h1,h2/x").configuration.options.connectTimeout == Database.severalServersConnectTimeout)
+        #expect(try Database(url: "postgres://u@h1,h2/x?connect_timeout=7").configuration.options.connectTimeout == .seconds(7))
+        #expect(throws: DatabaseURLError.self) { try Database(url: "postgres://u@h1,h2/x?connect_timeout=0") }
+    }
+
     @Test func addressesTakeDefaultPortsAndIPv6Brackets() throws {
         let database = try Database(url: "postgresql://u@[::1]:5433,db2,db3:5434/x")
         let servers = try #require(database.servers)

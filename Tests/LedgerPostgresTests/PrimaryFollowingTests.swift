@@ -1,6 +1,8 @@
 import Foundation
 @testable import LedgerPostgres
 import LedgerTestSupport
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import Testing
 
@@ -41,6 +43,38 @@ import Testing
             #expect(error.map { DatabaseErrors.isUnavailable($0) } == true)
             await pool.close()
         }
+    }
+
+    /// A first server that takes the connection and never answers (a stalled machine) delays a new session by the
+    /// connect timeout, then the next server gives it.
+    @Test func aServerThatAnswersNothingIsPassedOverAfterTheConnectTimeout() async throws {
+        try await StreamingStandby.withClusters { primary, _ in
+            let silent = try await Self.silentListener()
+            defer { try? silent.close().wait() }
+            var configuration = primary.configuration(database: "postgres")
+            configuration.options.connectTimeout = .seconds(1)
+            let servers = DatabaseServers(
+                addresses: [.tcp(host: "127.0.0.1", port: silent.localAddress?.port ?? 1), .socket(path: primary.socketPath)],
+                target: .readWrite)
+            // Bounded, so that a session opening that hangs fails the test instead of holding it.
+            let inRecovery = try await Database(configuration: configuration, servers: servers).withClient { pool in
+                try await pool.withConnection(within: .seconds(30), .reads) { connection in
+                    for try await inRecovery in try await connection.query("SELECT pg_is_in_recovery()", logger: .init(label: "test")).decode(Bool.self) {
+                        return inRecovery
+                    }
+                    return true
+                }
+            }
+            #expect(inRecovery == false)
+        }
+    }
+
+    /// A TCP server that accepts connections and never says a word: to PostgreSQL's client, a server that does not
+    /// answer its startup message.
+    static func silentListener() async throws -> any Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { _ in MultiThreadedEventLoopGroup.singleton.any().makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
     }
 
     /// The primary stops; until the standby is promoted a write fails as unavailable (503), and after it the same pool

@@ -11,7 +11,9 @@ extension Database {
     /// - no user: `user=` in the query, else `PGUSER`, else the operating system's user, as libpq does.
     ///
     /// `target_session_attrs` is libpq's (`TargetSession`); without it, one server is used as it is and several are
-    /// searched for `defaultTarget`. TLS is not negotiated (`sslmode` is read by no one): the ledger expects its database
+    /// searched for `defaultTarget`. `connect_timeout` (seconds) bounds each server's connection, as in libpq; without
+    /// it, 10 s for one server and `severalServersConnectTimeout` for each of several: a server whose machine died
+    /// answers nothing, and the next server is tried only after it. TLS is not negotiated (`sslmode` is read by no one): the ledger expects its database
     /// on loopback or a private network.
     public init(
         url text: String, defaultTarget: TargetSession = .readWrite,
@@ -69,9 +71,19 @@ extension Database {
             PostgresClient.Configuration(host: host, port: port, username: username, password: password, database: database, tls: .disable)
         }
         configuration.options.maximumConnections = 8
+        if let given = parameter("connect_timeout") {
+            guard let seconds = Int(given), (1...3600).contains(seconds) else { throw invalid }
+            configuration.options.connectTimeout = .seconds(seconds)
+        } else if addresses.count > 1 {
+            configuration.options.connectTimeout = Self.severalServersConnectTimeout
+        }
         let servers = addresses.count == 1 && target == .any ? nil : DatabaseServers(addresses: addresses, target: target)
         self.init(configuration: configuration, servers: servers)
     }
+
+    /// How long a connection to each of several servers may take to open (`connect_timeout` unless given): a SYN to
+    /// a dead machine is retried after 1 s, so a live server on a private network answers well within it.
+    public static let severalServersConnectTimeout = Duration.seconds(3)
 
     /// One `host[:port]` of a URL's authority; an IPv6 address in brackets.
     private static func address(_ text: String, url: String) throws -> DatabaseServers.Address {
