@@ -144,4 +144,14 @@ extension SessionPool {
             try await read(try await connection.query(query, logger: logger))
         }
     }
+
+    /// Runs a statement that returns a row per row it changed (`RETURNING 1`), within `Deadline.remaining`; returns
+    /// how many.
+    func countRows(_ query: PostgresQuery, logger: Logger) async throws -> Int {
+        try await withConnection(within: Deadline.remaining) { connection in
+            var count = 0
+            for try await _ in try await connection.query(query, logger: logger) { count += 1 }
+            return count
+        }
+    }
 }

@@ -295,13 +295,8 @@ public struct RecoverySchedule: Sendable {
         }
     }
 
-    /// Runs a statement that returns a row per row it changed; returns how many.
+    /// Runs a statement that returns a row per row it changed; returns how many (`SessionPool.countRows`).
     func count(_ query: PostgresQuery) async throws -> Int {
-        let logger = self.logger
-        return try await client.withConnection(within: Deadline.remaining) { connection in
-            var count = 0
-            for try await _ in try await connection.query(query, logger: logger) { count += 1 }
-            return count
-        }
+        try await client.countRows(query, logger: logger)
     }
 }
