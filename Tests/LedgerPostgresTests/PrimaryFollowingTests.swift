@@ -4,6 +4,7 @@ import LedgerTestSupport
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// A pool given several servers uses only the one that fits (`DatabaseServers`), and finds the new primary after a
@@ -136,6 +137,15 @@ import Testing
                 #expect(await LedgerDatabase(client: pool).operations.readiness(within: .seconds(60), logger: .init(label: "test"))?.takesWrites == false)
                 let closed = try await StreamingStandby.eventually { session?.isClosed == true }
                 #expect(closed)
+                // The same under a deadline, as the service's requests run their work.
+                let underDeadline = Mutex<PostgresConnection?>(nil)
+                let failed: Void? = try? await pool.withConnection(within: .seconds(60)) { connection in
+                    underDeadline.withLock { $0 = connection }
+                    _ = try await connection.query("CREATE TABLE nope (n int)", logger: .init(label: "test"))
+                }
+                #expect(failed == nil)
+                let closedToo = try await StreamingStandby.eventually { underDeadline.withLock { $0?.isClosed == true } }
+                #expect(closedToo)
             }
         }
     }

@@ -37,9 +37,6 @@ public final class DatabaseServers: Sendable {
         }
     }
 
-    /// Whether a session must be checked before it is used: not when any server will do.
-    var checksRole: Bool { target != .any }
-
     /// A session on a server that fits `target`, opened with `open` (which connects to one address).
     func session(
         open: (Address) async throws -> PostgresConnection, logger: Logger
@@ -119,12 +116,17 @@ struct ServerRole: Sendable, CustomStringConvertible {
         for try await (inRecovery, readOnly) in rows.decode((Bool, Bool).self) {
             return ServerRole(inRecovery: inRecovery, readOnly: readOnly)
         }
-        throw NoServerFits(target: .readWrite, refusals: ["the server did not say what it is"])
+        throw ServerRoleUnknown()
     }
 
     var description: String {
         inRecovery ? "a standby" : readOnly ? "a primary not taking writes yet" : "the primary"
     }
+}
+
+/// The server answered the question of what it is with no row.
+struct ServerRoleUnknown: Error, CustomStringConvertible {
+    var description: String { "the server did not say whether it is a standby" }
 }
 
 /// No server named by the URL fits what the pool needs (no primary during a failover, every server down): the API

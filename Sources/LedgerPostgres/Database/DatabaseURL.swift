@@ -13,8 +13,8 @@ extension Database {
     /// `target_session_attrs` is libpq's (`TargetSession`); without it, one server is used as it is and several are
     /// searched for `defaultTarget`. `connect_timeout` (seconds) bounds each server's connection, as in libpq; without
     /// it, 10 s for one server and `severalServersConnectTimeout` for each of several: a server whose machine died
-    /// answers nothing, and the next server is tried only after it. TLS is not negotiated (`sslmode` is read by no one): the ledger expects its database
-    /// on loopback or a private network.
+    /// answers nothing, and the next server is tried only after it. TLS is not negotiated (`sslmode` is read by no
+    /// one): the ledger expects its database on loopback or a private network.
     public init(
         url text: String, defaultTarget: TargetSession = .readWrite,
         environment: [String: String] = ProcessInfo.processInfo.environment

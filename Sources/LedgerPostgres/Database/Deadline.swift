@@ -81,7 +81,7 @@ extension SessionPool {
                     // Back in the pool it is someone else's: the deadline must not close it then. Until then, its
                     // commit's confirmation included, a deadline closes it.
                     defer { inUse.connection.withLock { $0 = nil } }
-                    answer.give(.success(try await connection.run(use, body)))
+                    answer.give(.success(try await self.run(use, on: connection, body)))
                 } catch {
                     answer.give(.failure(error))
                 }

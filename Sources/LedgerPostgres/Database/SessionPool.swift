@@ -56,6 +56,13 @@ final class SessionPool: Service, Sendable {
     func withConnection<T>(_ use: SessionUse = .writes, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await lease(use)
         defer { release(connection) }
+        return try await run(use, on: connection, body)
+    }
+
+    /// `body` on a leased session (`PostgresConnection.run`). A write refused because the server does not take writes
+    /// (SQLSTATE 25006: a standby, or a primary being demoted at a switchover) closes the session: the pool opens the
+    /// next one on the server that does (`DatabaseServers`).
+    func run<T>(_ use: SessionUse, on connection: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await connection.run(use, body)
         } catch {
@@ -77,10 +84,12 @@ final class SessionPool: Service, Sendable {
         }
     }
 
-    /// A write refused because the server does not take writes (SQLSTATE 25006: a standby, or a primary being demoted
-    /// at a switchover) closes its session: the pool opens the next one on the server that does (`DatabaseServers`).
+    /// Closes a session whose server refused a write as read-only (`run`), and forgets it at once, as a deadline does:
+    /// given back while still closing, it could be leased again.
     private func closeIfNotWritable(_ connection: PostgresConnection, _ error: any Error) {
-        if sqlState(of: error) == SQLStates.readOnlyTransaction { Self.close(connection) }
+        guard sqlState(of: error) == SQLStates.readOnlyTransaction else { return }
+        Self.close(connection)
+        forget(connection)
     }
 
     /// Runs one statement on a session of the pool. A statement that may write (`.writes`, the default) is run to its
@@ -95,17 +104,12 @@ final class SessionPool: Service, Sendable {
         let connection = try await lease(use)
         guard use == .reads else {
             defer { release(connection) }
-            do {
-                return try await connection.run(.writes) { connection in
-                    var rows: [PostgresRow] = []
-                    for try await row in try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line) {
-                        rows.append(row)
-                    }
-                    return PooledRows(collected: rows)
+            return try await run(.writes, on: connection) { connection in
+                var rows: [PostgresRow] = []
+                for try await row in try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line) {
+                    rows.append(row)
                 }
-            } catch {
-                closeIfNotWritable(connection, error)
-                throw error
+                return PooledRows(collected: rows)
             }
         }
         let lease = Lease(pool: self, connection: connection)
