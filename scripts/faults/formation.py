@@ -63,12 +63,27 @@ class Formation:
         env["PGCONNECT_TIMEOUT"] = "2"
         return env
 
-    def pg_autoctl(self, *arguments, check=True, timeout=120):
+    @property
+    def log_path(self):
+        """Every `pg_autoctl` command's output, beside the formation (which `destroy` removes): for a failed run."""
+        return os.path.join(os.path.dirname(self.base_dir), "pg_autoctl.log")
+
+    def pg_autoctl(self, *arguments, check=True, timeout=120, attempts=1):
+        """Runs `pg_autoctl` as postgres. A `create` is resumable (it carries on from the state it left), so one that
+        failed may be run again: seen once on a new CI machine, a standby's initialisation gave up after its
+        supervisor had restarted it five times within 50 s, and the same command succeeds when run again."""
         command = ["runuser", "-u", "postgres", "--", pg_autoctl_binary(), *arguments]
-        result = subprocess.run(command, env=self.env(), capture_output=True, text=True, timeout=timeout)
-        if check and result.returncode != 0:
-            fail(f"{' '.join(arguments)}: {result.stdout[-2000:]}{result.stderr[-2000:]}")
-        return result
+        for attempt in range(1, attempts + 1):
+            result = subprocess.run(command, env=self.env(), capture_output=True, text=True, timeout=timeout)
+            with open(self.log_path, "a") as log:
+                log.write(f"$ pg_autoctl {' '.join(arguments)}  (exit {result.returncode})\n{result.stdout}{result.stderr}\n")
+            if result.returncode == 0 or not check:
+                return result
+            if attempt < attempts:
+                print(f"--- pg_autoctl {arguments[0]} {arguments[1]} failed (exit {result.returncode}), running it again "
+                      f"(attempt {attempt + 1} of {attempts}; output in {self.log_path})")
+                time.sleep(2)
+        fail(f"{' '.join(arguments)}: {result.stdout[-2000:]}{result.stderr[-2000:]} (all output: {self.log_path})")
 
     def run(self, name):
         """Starts the engine's agent for `name` (which starts and supervises its PostgreSQL)."""
@@ -80,6 +95,8 @@ class Formation:
     def create(self):
         self.destroy()
         os.makedirs(self.base_dir)
+        if os.path.exists(self.log_path):
+            os.remove(self.log_path)
         shutil.chown(self.base_dir, "postgres", "postgres")
         common = ["--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--pgctl", os.path.join(pg_bin(), "pg_ctl")]
         self.pg_autoctl("create", "monitor", "--pgdata", self.monitor_dir, "--pgport", str(self.monitor_port), *common)
@@ -93,7 +110,7 @@ class Formation:
         for name, port in zip(self.node_names(), self.node_ports):
             self.pg_autoctl(
                 "create", "postgres", "--pgdata", self.pgdata(name), "--pgport", str(port), "--listen", "127.0.0.1",
-                "--name", name, "--dbname", self.database, "--monitor", monitor_uri, *common)
+                "--name", name, "--dbname", self.database, "--monitor", monitor_uri, *common, timeout=180, attempts=3)
             self.pg_autoctl("config", "set", "--pgdata", self.pgdata(name), "timeout.network_partition_timeout",
                             NETWORK_PARTITION_TIMEOUT)
             self.run(name)
