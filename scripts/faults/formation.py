@@ -60,7 +60,6 @@ class Formation:
         env["PATH"] = f"{pg_bin()}:{env.get('PATH', '')}"
         env["XDG_CONFIG_HOME"] = os.path.join(self.base_dir, "config")
         env["XDG_DATA_HOME"] = os.path.join(self.base_dir, "share")
-        env["PGCONNECT_TIMEOUT"] = "2"
         return env
 
     @property
@@ -197,7 +196,10 @@ class Formation:
         result = subprocess.run(
             ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
              "-d", database or self.database, "-c", sql],
-            capture_output=True, text=True, timeout=30, env=self.env())
+            capture_output=True, text=True, timeout=30,
+            # The probes only: a node that does not answer must not blind the watch for long. The engine's own
+            # commands keep libpq's default.
+            env={**self.env(), "PGCONNECT_TIMEOUT": "2"})
         if result.returncode != 0:
             if check:
                 fail(f"psql on {port}: {result.stderr}")
