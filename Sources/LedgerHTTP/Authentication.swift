@@ -44,12 +44,14 @@ struct RequireScope: RouterMiddleware {
 
     /// The secret of the request's `Authorization: Bearer` header; a 401 without one.
     static func bearerSecret(of request: Request) throws -> String {
-        guard let header = request.headers[.authorization], header.count > 7,
-              header.prefix(7).equalsIgnoringASCIICase("bearer ") else {
+        // Cut at a byte offset: counting and cutting `Character`s walked the whole header on every request.
+        guard let header = request.headers[.authorization], header.utf8.count > 7,
+              case let secret = header.utf8.index(header.startIndex, offsetBy: 7),
+              header[..<secret].equalsIgnoringASCIICase("bearer ") else {
             throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
                            headers: [.wwwAuthenticate: "Bearer"])
         }
-        return String(header.dropFirst(7).trimmingOptionalWhitespace)
+        return String(header[secret...].trimmingOptionalWhitespace)
     }
 
     static let notValid = APIError(

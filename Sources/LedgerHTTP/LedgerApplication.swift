@@ -65,11 +65,14 @@ public enum LedgerApplication {
     /// no complete request part for `idleTimeout` is closed (an idle keep-alive, or one that trickles a header a byte at
     /// a time: each held a file descriptor for good), and a body must arrive within `bodyTimeout`.
     public static func server(idleTimeout: Duration? = defaultIdleTimeout, bodyTimeout: Duration = defaultBodyTimeout) -> HTTPServerBuilder {
-        .http1(configuration: .init(
+        let configuration = HTTP1Channel.Configuration(
             additionalChannelHandlers: [
                 ConnectionPersistence.Installer(), UnreadableRequestResponder(), RequestBodyDeadline(timeout: bodyTimeout),
             ],
-            idleTimeout: idleTimeout.map(TimeAmount.init)))
+            idleTimeout: idleTimeout.map(TimeAmount.init))
+        return HTTPServerBuilder { responder in
+            ConnectionsOnTheirLoops(connection: HTTP1Channel(responder: responder, configuration: configuration))
+        }
     }
 
     /// `serve --idle-timeout`'s default.

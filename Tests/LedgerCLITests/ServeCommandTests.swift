@@ -32,6 +32,10 @@ struct ServeCommandTests {
             #expect(!server.standardError.contains("may change or remove events"), "\(server.standardError)")
             // Secrets are never logged, even at trace level: neither a valid one nor a guess.
             #expect(server.standardError.contains("POST /v1/orders/cli-1/events 201"), "the log was read")
+            // The line carries the logger's metadata (Hummingbird's request id) and the message's own, sorted by key,
+            // as `StreamLogHandler` writes them (`StandardErrorLogHandler` keeps the logger's aside until then).
+            let line = server.standardError.split(separator: "\n").first { $0.contains("POST /v1/orders/cli-1/events 201") }
+            #expect(line?.contains(/: actor=checkout hb\.request\.id=\S+ request_id=\S+ \[/) == true, "\(line ?? "")")
             #expect(!server.output.contains(secret) && !server.output.contains(guessed))
             #expect(try await EventStore(client: client).count("events") == 1)
 

@@ -22,7 +22,9 @@ struct WebhookNodesTests {
             try await slow.run { slowURL in
                 _ = try await fixture.database.webhooks.add(
                     name: "slow", url: try WebhookEndpointURL(slowURL), selectors: [try #require(WebhookEventSelector("*"))])
-                let dispatcher = fixture.dispatcher()
+                // The slow answer must stay in flight until the fast endpoint has both events: the fixture's 30 s
+                // timeout ended it first once, when the whole suite's start took the machine for minutes (155 s).
+                let dispatcher = fixture.dispatcher { $0.timeout = .seconds(600) }
                 let loop = Task { await dispatcher.run(every: .milliseconds(50)) }
                 defer { loop.cancel() }
                 // The loop queues what is recorded (the feed consumer `webhooks`) and sends it.

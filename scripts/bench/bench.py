@@ -3,8 +3,9 @@
 
 1. a PostgreSQL with the schema: the embedded cluster in $LEDGER_BENCH_DIR (default /var/tmp/ledger-bench, wiped),
    or $DATABASE_URL; the raw baseline runs in a sibling database `ledger_bench_raw` of the same cluster;
-2. the service's single appends and batches right after the preload's burst of writes, with no ANALYZE and no
-   restart first (how a user finds it), later compared with the same phases after VACUUM ANALYZE;
+2. the service's single appends, batches and history reads right after the preload's burst of writes, with no ANALYZE
+   and no restart first (how a user finds it; the reads render each page the first time), later compared with the same
+   phases after VACUUM ANALYZE;
 2.+3. for 16 and 64 clients, back to back, every baseline's statements prepared as the service's are
    (pgbench_mode): pgbench on the minimal event store (minimal.py: the least work PostgreSQL
    needs, database `ledger_bench_min`), pgbench on Message DB installed from its own scripts (messagedb.py, database
@@ -425,10 +426,11 @@ def main():
         if preload["failed"]:
             raise SystemExit("preloading history orders through the service failed")
         # The service as a user finds it after a burst (issue 23 C): the preload's events went through a pool whose
-        # statements were planned on an empty database, and nothing is analysed or restarted before this phase.
+        # statements were planned on an empty database, and nothing is analysed or restarted before this phase. The
+        # history reads then find no page rendered yet (issue 47: histories "as found after a burst of writes").
         burst_clients = client_counts[0] if client_counts else 16
         results["burst"] = {}
-        for kind in ["single", "batch"]:
+        for kind in ["single", "batch", "history"]:
             log(f"{kind} x{burst_clients}: service right after the burst, no ANALYZE and no restart, {duration:.0f} s")
             svc = after_checkpoint(url, lambda: run_loadgen(kind, burst_clients, duration, port, token, f"{run_tag}9", horders))
             results["burst"][kind] = {"clients": burst_clients, "service": svc}
@@ -554,36 +556,34 @@ def main():
 
 
 def targets(results):
-    """Issue 13's targets: against the minimal event store, in the same run."""
+    """Issue 47's targets, against the minimal store and Message DB in the same run (each work at each client count:
+    >= 0.5x the minimal store, >= 1.5x Message DB for appends and >= 1.0x for history reads, p99 <= 2.5x the minimal
+    store's), then the earlier issues' that still hold: the burst, read pressure, the rebuild, memory."""
     out = []
 
     def add(name, figure, met):
         out.append({"target": name, "figure": figure, "met": bool(met) if met is not None else None})
 
+    works = {"single": "single-event appends", "batch": "6-event batches", "history": "history reads"}
     for p in results["pairs"]:
-        r, ev, clients = p["minimal_ratio"], p["service"]["events_per_s"], p["clients"]
+        r, clients, work = p["minimal_ratio"], p["clients"], works[p["workload"]]
         if r is None:
             continue
-        if p["workload"] == "single":
-            add(f"single-event appends >= 0.5x the minimal store ({clients} clients)", f"{r:.2f}x", r >= 0.5)
-        elif p["workload"] == "batch":
-            add(f"6-event batches >= 0.5x the minimal store and >= 9,000 events/s ({clients} clients)",
-                f"{r:.2f}x, {ev:,.0f} events/s", r >= 0.5 and ev >= 9_000)
-        else:
-            add(f"history reads >= 0.4x the minimal store ({clients} clients)", f"{r:.2f}x", r >= 0.4)
-            if p.get("peer_ratio") is not None:
-                add(f"history reads >= Message DB's get_stream_messages ({clients} clients)",
-                    f"{p['peer_ratio']:.2f}x ({ev:,.0f} vs {p['peer']['events_per_s']:,.0f} req/s)", p["peer_ratio"] >= 1)
-    for p in results["pairs"]:
-        r = p["minimal_p99_ratio"]
-        add(f"p99 <= 3x the minimal store's p99 ({p['workload']}, {p['clients']} clients)",
-            f"{p['service']['p99_ms']:.2f} ms vs {p['minimal']['p99_ms']:.2f} ms = {r:.2f}x" if r else "-",
-            r is not None and r <= 3)
+        add(f"{work} >= 0.5x the minimal store ({clients} clients)", f"{r:.2f}x", r >= 0.5)
+        least_vs_peer = 1.0 if p["workload"] == "history" else 1.5
+        if p.get("peer_ratio") is not None:
+            add(f"{work} >= {least_vs_peer:.1f}x Message DB ({clients} clients)",
+                f"{p['peer_ratio']:.2f}x ({p['service']['events_per_s']:,.0f} vs {p['peer']['events_per_s']:,.0f}/s)",
+                p["peer_ratio"] >= least_vs_peer)
+        r99 = p["minimal_p99_ratio"]
+        add(f"{work}: p99 <= 2.5x the minimal store's ({clients} clients)",
+            f"{p['service']['p99_ms']:.2f} ms vs {p['minimal']['p99_ms']:.2f} ms = {r99:.2f}x" if r99 else "-",
+            r99 is not None and r99 <= 2.5)
     for kind, burst in results.get("burst", {}).items():
         r = burst.get("vs_analysed")
-        add(f"{kind} appends right after a burst (no ANALYZE, no restart) within 20 % of the analysed run "
+        add(f"{works[kind]} right after a burst (no ANALYZE, no restart) within 20 % of the analysed run "
             f"({burst['clients']} clients)",
-            f"{burst['service']['events_per_s']:,.0f} events/s = {r:.2f}x" if r else "-", r is not None and r >= 0.8)
+            f"{burst['service']['events_per_s']:,.0f}/s = {r:.2f}x" if r else "-", r is not None and r >= 0.8)
     under = results.get("pressure")
     if under:
         add("single appends' p99 <= 3x the minimal store's while 16 clients read 1000-event pages (16 clients)",

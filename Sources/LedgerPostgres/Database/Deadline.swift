@@ -73,7 +73,8 @@ extension SessionPool {
         let inUse = LeasedConnection()
         return try await withCheckedThrowingContinuation { continuation in
             let answer = FirstAnswer(continuation)
-            let work = Task {
+            // On the caller's loop when it has one: the session pool is that loop's (`EventLoopPools`).
+            let work = Task(executorPreference: EventLoopExecutor.current) {
                 do {
                     let connection = try await self.lease(use)
                     defer { self.release(connection) }
@@ -155,3 +156,4 @@ extension SessionPool {
         }
     }
 }
+
