@@ -20,4 +20,3 @@ struct ConnectionsOnTheirLoops<Connection: ServerChildChannel>: ServerChildChann
         }
     }
 }
-
