@@ -84,9 +84,13 @@ class Formation:
                 time.sleep(2)
         fail(f"{' '.join(arguments)}: {result.stdout[-2000:]}{result.stderr[-2000:]} (all output: {self.log_path})")
 
+    def agent_log_path(self, name):
+        """An agent's output, beside the formation as `log_path` is: `destroy` must not take it with it."""
+        return os.path.join(os.path.dirname(self.base_dir), f"pg_autoctl-run-{name}.log")
+
     def run(self, name):
         """Starts the engine's agent for `name` (which starts and supervises its PostgreSQL)."""
-        log = open(os.path.join(self.base_dir, f"{name}.log"), "a")
+        log = open(self.agent_log_path(name), "a")
         self.runs[name] = subprocess.Popen(
             ["runuser", "-u", "postgres", "--", pg_autoctl_binary(), "run", "--pgdata", self.pgdata(name)],
             env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -94,14 +98,23 @@ class Formation:
     def create(self):
         self.destroy()
         os.makedirs(self.base_dir)
-        if os.path.exists(self.log_path):
-            os.remove(self.log_path)
+        for kept in [self.log_path, *glob.glob(self.agent_log_path("*"))]:
+            if os.path.exists(kept):
+                os.remove(kept)
         shutil.chown(self.base_dir, "postgres", "postgres")
         common = ["--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--pgctl", os.path.join(pg_bin(), "pg_ctl")]
         self.pg_autoctl("create", "monitor", "--pgdata", self.monitor_dir, "--pgport", str(self.monitor_port), *common)
         self.run("monitor")
-        self.wait_for(lambda: self.psql(self.monitor_port, "SELECT 1", database="pg_auto_failover", check=False) == [["1"]], 60,
-                      "the monitor")
+        monitor_answers = lambda: self.psql(self.monitor_port, "SELECT 1", database="pg_auto_failover", check=False) == [["1"]]
+        # Seen once on a CI run: the monitor's agent started and its PostgreSQL never answered. Its agent is started
+        # once more before the run is failed (the output of both: `agent_log_path`).
+        if not self.answered(monitor_answers, 60):
+            print(f"--- the monitor did not answer within 60 s: its agent started again (output in "
+                  f"{self.agent_log_path('monitor')})")
+            self.kill9("monitor")
+            time.sleep(1)  # its backends leave with the postmaster
+            self.run("monitor")
+        self.wait_for(monitor_answers, 60, "the monitor")
         for name, value in MONITOR_SETTINGS.items():
             self.psql(self.monitor_port, f"ALTER SYSTEM SET {name} = {value}", database="pg_auto_failover")
         self.psql(self.monitor_port, "SELECT pg_reload_conf()", database="pg_auto_failover")
@@ -207,10 +220,16 @@ class Formation:
         return [line.split("|") for line in result.stdout.splitlines() if line]
 
     @staticmethod
-    def wait_for(condition, timeout, what):
+    def answered(condition, timeout):
+        """Whether `condition` held within `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if condition():
-                return
+                return True
             time.sleep(0.3)
-        fail(f"timed out after {timeout} s waiting for {what}")
+        return False
+
+    @classmethod
+    def wait_for(cls, condition, timeout, what):
+        if not cls.answered(condition, timeout):
+            fail(f"timed out after {timeout} s waiting for {what}")
