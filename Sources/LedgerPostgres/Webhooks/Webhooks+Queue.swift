@@ -11,6 +11,7 @@ extension Webhooks {
     /// or nodes (`FeedConsumers`). `serve` runs it on every node; one at a time holds it.
     public var queueing: FeedConsumer {
         FeedConsumer(name: "webhooks") { [logger] events, connection in
+            try await connection.queryToEnd(WebhookQueueLock.alone, logger: logger)
             // Only the oldest pending event of a stream is scheduled: the first of the page's for its stream, and
             // only when none of the stream's is pending already.
             try await connection.queryToEnd("""
@@ -105,7 +106,7 @@ extension Webhooks {
     public func keep(_ outcomes: [WebhookOutcome], to target: WebhookTarget) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         let attempts = outcomes.map(\.attempt)
-        return try await count("""
+        let keep: PostgresQuery = """
             WITH held AS (
                 SELECT name FROM webhook_endpoints WHERE name = \(target.name) AND lease = \(target.lease)
             ), outcome AS (
@@ -146,7 +147,15 @@ extension Webhooks {
             INSERT INTO webhook_attempts (endpoint, event_id, attempted_at, node, outcome, status, latency_ms, response)
             SELECT endpoint, event_id, at, node, outcome, status, latency_ms, response FROM delivery
             RETURNING 1
-            """)
+            """
+        return try await client.withConnection(within: Deadline.remaining) { [logger] connection in
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.queryToEnd(WebhookQueueLock.shared, logger: logger)
+                var kept = 0
+                for try await _ in try await connection.query(keep, logger: logger) { kept += 1 }
+                return kept
+            }
+        }
     }
 
     /// Holds `target` until `until`; false when its lease was lost (another node took it after it ran out).
@@ -214,6 +223,19 @@ extension Webhooks {
     func count(_ query: PostgresQuery) async throws -> Int {
         try await client.countRows(query, logger: logger)
     }
+}
+
+/// Queueing an event and keeping the delivery of its stream's earlier one each decide from what the other committed:
+/// the queueing leaves an event unscheduled while its stream has one pending, and a delivery schedules its stream's
+/// next queued event. Run at once (each statement reading before the other committed) each missed the other, and
+/// the stream stopped for good. So the queueing takes this lock alone for its transaction and a batch's keeping takes
+/// it shared (batches of endpoints do not wait for one another), each before the statement that decides: in READ
+/// COMMITTED that statement then reads what the other committed.
+enum WebhookQueueLock {
+    /// "webhookq"; a one-key advisory lock, as the sealer's and the migrator's.
+    static let key: Int64 = 0x7765_6268_6F6F_6B71
+    static var alone: PostgresQuery { "SELECT pg_advisory_xact_lock(\(key))" }
+    static var shared: PostgresQuery { "SELECT pg_advisory_xact_lock_shared(\(key))" }
 }
 
 /// An endpoint this node holds, to send to: where, and the secrets that sign (the newest first).
