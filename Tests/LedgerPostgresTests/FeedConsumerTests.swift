@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 @testable import LedgerPostgres
 import LedgerTestSupport
+import Logging
 import PostgresNIO
 import Synchronization
 import Testing
@@ -164,6 +165,92 @@ struct FeedConsumerTests {
             #expect(Set(handled.events.map(\.eventId)).count == 240)
             #expect(handled.positions == (try await Self.feedOrder(client)))
             #expect(try await database.operations.verify().passed)
+        }
+    }
+
+    /// A consumer that passes over the events recorded before a time (the webhooks' queueing: before its first
+    /// endpoint) while appends go on, the time set in the middle of them: every event recorded since is handed over,
+    /// once, in feed order — none passed over because its append had not committed yet — and some before were not.
+    @Test func aConsumerPassingOverOlderEventsBesideConcurrentAppendsHandsOverEveryLaterOne() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            try await client.queryToEnd("CREATE TABLE pass_mark AS SELECT '-infinity'::timestamptz AS since", logger: Self.logger)
+            let handled = Handled()
+            let consumer = FeedConsumer(name: "later", passesOverRecordedBefore: "SELECT since FROM pass_mark") { page, _ in
+                handled.pages.withLock { $0.append(page) }
+            }
+            let finished = Mutex(false)
+            let appending = Task {
+                defer { finished.withLock { $0 = true } }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<8 {
+                        group.addTask { try await recordHappyOrders(5, prefix: "w\(writer)", on: database.ledger) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            // Rounds of one page, so that the mark is set while the appends go on.
+            var marked = false
+            while !finished.withLock({ $0 }) {
+                _ = try await database.consumers.run(consumer, node: "a", pageSize: 7, maximumPages: 1)
+                if !marked, try await database.ledger.store.count("events") >= 60 {
+                    try await client.queryToEnd("UPDATE pass_mark SET since = now()", logger: Self.logger)
+                    marked = true
+                }
+            }
+            try await appending.value
+            while try await (database.consumers.list().first?.lagEvents ?? 1) > 0 {
+                _ = try await database.consumers.run(consumer, node: "a", pageSize: 7)
+            }
+            let since = try await client.query("SELECT events.position FROM events, pass_mark WHERE recorded_at >= since ORDER BY 1", .reads)
+            let later = try await since.decode(Int64.self).reduce(into: [Int64]()) { $0.append($1) }
+            #expect(marked && !later.isEmpty)
+            #expect(Set(handled.positions).isSuperset(of: later), "every event recorded since the mark")
+            #expect(handled.positions.count < 240, "some recorded before it passed over")
+            #expect(Set(handled.positions).count == handled.positions.count)
+            let order = try await Self.feedOrder(client)
+            #expect(handled.positions == order.filter(Set(handled.positions).contains), "in feed order")
+        }
+    }
+
+    static let logger = Logger(label: "test")
+
+    /// Passing over never goes past an append still open: an event it would hand over (recorded after the mark),
+    /// written in a transaction that took its place in the feed before a committed one (recorded before the mark).
+    /// Past the committed one, the open one's event would have been behind the consumer when it committed: lost.
+    @Test func passingOverStopsBeforeAnAppendStillOpen() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            try await recordHappyOrders(1, prefix: "before", on: database.ledger)
+            try await client.queryToEnd("CREATE TABLE pass_mark AS SELECT now() + interval '30 minutes' AS since", logger: Self.logger)
+            let handled = Handled()
+            let consumer = FeedConsumer(name: "later", passesOverRecordedBefore: "SELECT since FROM pass_mark") { page, _ in
+                handled.pages.withLock { $0.append(page) }
+            }
+            let appended = AsyncStream.makeStream(of: Void.self)
+            let mayCommit = AsyncStream.makeStream(of: Void.self)
+            let open = Task {
+                defer { appended.continuation.finish() }
+                try await client.withTransaction(logger: Self.logger) { connection in
+                    try await connection.query(
+                        """
+                        INSERT INTO events (kind, stream_id, version, event_id, type, data, recorded_at, canonical, hash)
+                        VALUES ('order', 'open', 1, \(UUID()), 'a', '{}', now() + interval '1 hour', '\\x00', '\\x00')
+                        """, logger: Self.logger)
+                    appended.continuation.yield()
+                    for await _ in mayCommit.stream { break }
+                }
+            }
+            for await _ in appended.stream { break }
+            try await recordHappyOrders(1, prefix: "committed", on: database.ledger)
+            #expect(try await database.consumers.run(consumer, node: "a") == 0, "nothing to hand over below the open append")
+
+            mayCommit.continuation.yield()
+            try await open.value
+            #expect(try await StreamingStandby.eventually(within: .seconds(60)) { try await database.consumers.run(consumer, node: "a") ?? 0 > 0 })
+            // Passing over ends at the first event to hand over: what follows it is handed over, whenever recorded.
+            #expect(handled.events.map(\.stream.id) == ["open"] + Array(repeating: "committed-0", count: 6),
+                    "the open append's event once it committed; the events before it passed over")
         }
     }
 

@@ -179,6 +179,27 @@ struct WebhookDeliveryTests {
         }
     }
 
+    /// An endpoint added to a ledger with a history is queued only what is recorded after it, and the queueing passes
+    /// over what came before unread: one round hands it the later events alone (it walked the whole feed, 100 events
+    /// a page, before the first delivery could be queued).
+    @Test func anEndpointAddedToALongLedgerIsQueuedWhatCameAfterWithoutTheFeedBeforeBeingRead() async throws {
+        try await TestDatabase.withClient { client in
+            let database = LedgerDatabase(client: client)
+            try await recordHappyOrders(50, prefix: "before", on: database.ledger)
+            _ = try await database.webhooks.add(
+                name: "late", url: try WebhookEndpointURL("https://example.com/hooks"), selectors: [try #require(WebhookEventSelector("*"))])
+            try await recordHappyOrders(1, prefix: "after", on: database.ledger)
+            #expect(try await database.consumers.run(database.webhooks.queueing, node: "a") == 6, "300 events passed over, 6 handled")
+            let queued = try await database.webhooks.deliveries("late", state: nil, before: nil, limit: 100, now: Date())
+            #expect(queued.count == 6 && queued.allSatisfy { $0.stream.id == "after-0" })
+            let consumer = try #require(try await database.consumers.list().first { $0.name == "webhooks" })
+            #expect(consumer.handled == 6 && consumer.lagEvents == 0)
+
+            try await recordHappyOrders(1, prefix: "next", on: database.ledger)
+            #expect(try await database.consumers.run(database.webhooks.queueing, node: "a") == 6, "caught up: each event handled")
+        }
+    }
+
     /// Replay: one event, a range of positions, a range of times — sent again with the ids they had.
     @Test func replaySendsEventsAgainWithTheirIds() async throws {
         try await WebhookFixture.run { fixture in

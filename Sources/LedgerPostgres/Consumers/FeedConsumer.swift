@@ -9,6 +9,10 @@ public struct FeedConsumer: Sendable {
     /// Lower case letters, digits, `_`, `.` and `-`, starting with a letter; at most 63 characters (the schema checks).
     public let name: String
     let handling: Handling
+    /// SQL for the earliest recording time of an event the consumer does anything with (NULL: none), when it knows
+    /// one: the events before the first recorded since then are passed over unread (`FeedConsumers.passOver`) — the
+    /// webhooks' queueing when its first endpoint is added to a long ledger. Nil: every event is handed over.
+    let passesOverRecordedBefore: String?
 
     enum Handling: Sendable {
         /// An effect outside this database (a webhook, an export): handled, then advanced — at least once.
@@ -22,13 +26,18 @@ public struct FeedConsumer: Sendable {
     public init(name: String, handle: @escaping @Sendable ([StoredEvent]) async throws -> Void) {
         self.name = name
         self.handling = .thenAdvance(handle)
+        self.passesOverRecordedBefore = nil
     }
 
     /// A consumer whose effect is written in the ledger's database, in the transaction that moves its position:
     /// every event is handled exactly once.
-    init(name: String, handleInTransaction: @escaping @Sendable ([StoredEvent], PostgresConnection) async throws -> Void) {
+    init(
+        name: String, passesOverRecordedBefore: String? = nil,
+        handleInTransaction: @escaping @Sendable ([StoredEvent], PostgresConnection) async throws -> Void
+    ) {
         self.name = name
         self.handling = .inTransaction(handleInTransaction)
+        self.passesOverRecordedBefore = passesOverRecordedBefore
     }
 
     public static func isValidName(_ name: String) -> Bool {

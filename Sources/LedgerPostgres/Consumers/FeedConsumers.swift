@@ -33,6 +33,10 @@ public struct FeedConsumers: Sendable {
         let holder = UUID()
         guard var cursor = try await claim(consumer.name, lease: holder, node: node, until: now() + lease.seconds, now: now())
         else { return nil }
+        if let since = consumer.passesOverRecordedBefore,
+           let passed = try await passOver(consumer.name, lease: holder, after: cursor, recordedBefore: since) {
+            cursor = passed
+        }
         let store = EventStore(client: client, logger: logger, confirmsTokens: false)
         var handled = 0
         for _ in 0..<maximumPages {
@@ -79,6 +83,51 @@ public struct FeedConsumers: Sendable {
             """, logger: logger
         ).decode((String?, Int64?).self) {
             guard let transactionId, let position else { return .some(nil) }
+            return FeedCursor(transactionId: transactionId, position: position)
+        }
+        return nil
+    }
+
+    /// Moves the consumer past the events after `cursor` that come before the first recorded at or after `since` (an
+    /// SQL time; NULL: all of them), as the feed orders them and below its horizon, as a page read would see them:
+    /// events its handling would do nothing with, not read, in one statement. The position it moved to, or nil when
+    /// there was nothing to pass (the next event is one to handle, or none) or the lease was lost.
+    ///
+    /// Both scans run on the feed's index and end at once when the consumer is caught up; behind a long run of
+    /// events to pass, the first walks it once, in PostgreSQL, where the pages walked it in Swift, 100 events a page.
+    private func passOver(_ name: String, lease: UUID, after cursor: FeedCursor?, recordedBefore since: String) async throws -> FeedCursor? {
+        let after: PostgresQuery = "(\(cursor?.transactionId ?? "0")::xid8, \(cursor?.position ?? 0))"
+        var bindings = after.binds
+        bindings.append(name)
+        bindings.append(lease)
+        let sql = """
+            WITH horizon AS MATERIALIZED (SELECT \(EventStore.feedHorizon) AS xid),
+            wanted AS MATERIALIZED (
+                SELECT e.transaction_xid, e.position FROM events e
+                WHERE (e.transaction_xid, e.position) > \(after.sql) AND e.transaction_xid < (SELECT xid FROM horizon)
+                  AND e.recorded_at >= (\(since))
+                ORDER BY e.transaction_xid, e.position LIMIT 1
+            ), passed AS (
+                SELECT p.transaction_xid, p.position FROM wanted w CROSS JOIN LATERAL (
+                    SELECT e.transaction_xid, e.position FROM events e
+                    WHERE (e.transaction_xid, e.position) > \(after.sql)
+                      AND (e.transaction_xid, e.position) < (w.transaction_xid, w.position)
+                    ORDER BY e.transaction_xid DESC, e.position DESC LIMIT 1
+                ) p
+                UNION ALL (
+                    SELECT e.transaction_xid, e.position FROM events e
+                    WHERE NOT EXISTS (SELECT 1 FROM wanted)
+                      AND (e.transaction_xid, e.position) > \(after.sql) AND e.transaction_xid < (SELECT xid FROM horizon)
+                    ORDER BY e.transaction_xid DESC, e.position DESC LIMIT 1
+                )
+            )
+            UPDATE feed_consumers c SET transaction_xid = passed.transaction_xid, position = passed.position
+            FROM passed WHERE c.name = $\(bindings.count - 1) AND c.lease = $\(bindings.count)
+            RETURNING c.transaction_xid::text, c.position
+            """
+        for try await (transactionId, position) in try await client.query(
+            PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger
+        ).decode((String, Int64).self) {
             return FeedCursor(transactionId: transactionId, position: position)
         }
         return nil

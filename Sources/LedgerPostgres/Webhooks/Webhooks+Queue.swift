@@ -10,7 +10,9 @@ extension Webhooks {
     /// in the transaction that advances it: each event queued once per endpoint, none lost across restarts, crashes
     /// or nodes (`FeedConsumers`). `serve` runs it on every node; one at a time holds it.
     public var queueing: FeedConsumer {
-        FeedConsumer(name: "webhooks") { [logger] events, connection in
+        // An event recorded before every endpoint existed is queued for none: passed over unread.
+        FeedConsumer(name: "webhooks", passesOverRecordedBefore: "SELECT min(created_at) FROM webhook_endpoints") {
+            [logger] events, connection in
             try await connection.queryToEnd(WebhookQueueLock.alone, logger: logger)
             // Only the oldest pending event of a stream is scheduled: the first of the page's for its stream, and
             // only when none of the stream's is pending already.
