@@ -3,8 +3,11 @@
 
 One embedded cluster ($LEDGER_WEBHOOKS_BENCH_DIR, default /var/tmp/ledger-webhooks-bench, wiped), one `ledger serve`
 (release; $LEDGER_BIN) allowed to send to 127.0.0.1, and a receiver on this machine (a threaded Python HTTP server
-that answers 204 at once and notes when each delivery arrived). Two phases:
+that answers 204 at once and notes when each delivery arrived). Three phases:
 
+0. The first endpoint on a long ledger: the log is grown to --history events (copies of one lifecycle, by INSERT …
+   SELECT) while no endpoint exists; then an endpoint is added and one order appended: the time from its 201 to its
+   delivery (the feed consumer `webhooks` starts at the beginning of the feed).
 1. Throughput: an endpoint is added and disabled, --backlog events are appended (one new order each, 16 clients),
    queued, then the endpoint is enabled: deliveries per second until the receiver has had every one.
 2. Latency: another endpoint, enabled; 16 clients append new orders (`order.created`, one request each) for
@@ -27,7 +30,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench import ROOT, Cluster, Service, free_port, log, percentile, release_ledger, sh  # noqa: E402
+from bench import ROOT, Cluster, Service, free_port, log, percentile, release_ledger, run_loadgen, sh, top_up  # noqa: E402
 
 CLIENTS = 16
 
@@ -115,6 +118,7 @@ def wait_for(condition, limit, every=0.01):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--history", type=int, default=1_000_000, help="events in the log before the first endpoint")
     parser.add_argument("--backlog", type=int, default=10_000, help="events delivered in the throughput phase")
     parser.add_argument("--seconds", type=int, default=15, help="appending in the latency phase")
     parser.add_argument("--interval", type=int, default=250, help="serve --webhook-interval, ms (default 250)")
@@ -137,6 +141,17 @@ def main():
         service = Service(ledger, cluster.url, port, os.path.join(ROOT, "bench-results", "webhooks-serve.log"),
                           ["--webhook-allow-hosts", "127.0.0.1", "--webhook-interval", str(args.interval)])
         service.start()
+
+        log(f"first endpoint: the log grown to {args.history} events before any endpoint exists")
+        if run_loadgen("preload", CLIENTS, 0, port, token, "first", 1)["failed"]:
+            raise SystemExit("writing the order to copy failed")
+        top_up(cluster.url, args.history, "old")
+        cli("webhooks", "add", "--name", "first", "--url", hooks + "/first", "--events", "*")
+        acknowledged = append(port, token, "first", total=1)
+        wait_for(lambda: receiver.count("/first") >= 1, 1800, every=0.05)
+        (event_id, at), = acknowledged.items()
+        first_delivery = receiver.arrived[("/first", event_id)] - at
+        cli("webhooks", "remove", "first")
 
         log(f"throughput: {args.backlog} events appended while the endpoint is disabled, then it is enabled")
         cli("webhooks", "add", "--name", "drain", "--url", hooks + "/drain", "--events", "order.*")
@@ -167,6 +182,7 @@ def main():
         paced = latency("paced", args.rate)
 
         summary = {
+            "first_endpoint": {"history_events": args.history, "seconds_to_first_delivery": round(first_delivery, 2)},
             "throughput": {"events": args.backlog, "seconds": round(took, 2), "per_second": round(args.backlog / took, 1),
                            "serve_cpu_seconds": round(cpu, 2)},
             "latency": flat_out,
@@ -176,6 +192,8 @@ def main():
         print(f"\nwebhooks to a receiver on this machine (serve --webhook-interval {args.interval} ms)")
         print(f"  backlog: {t['events']} deliveries in {t['seconds']} s = {t['per_second']}/s "
               f"(serve used {t['serve_cpu_seconds']} CPU-s)")
+        print(f"  first endpoint added to a log of {args.history} events: its first delivery "
+              f"{summary['first_endpoint']['seconds_to_first_delivery']} s after the 201")
         for l, how in ((flat_out, "as fast as they can"), (paced, "paced")):
             print(f"  append 201 → delivery, {CLIENTS} clients appending {how} ({l['appends_per_second']} events/s): "
                   f"p50 {l['p50_ms']} ms, p99 {l['p99_ms']} ms, max {l['max_ms']} ms over {l['events']} events")
