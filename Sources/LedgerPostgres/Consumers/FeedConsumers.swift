@@ -33,13 +33,14 @@ public struct FeedConsumers: Sendable {
         let holder = UUID()
         guard var cursor = try await claim(consumer.name, lease: holder, node: node, until: now() + lease.seconds, now: now())
         else { return nil }
-        if let since = consumer.passesOverRecordedBefore,
-           let passed = try await passOver(consumer.name, lease: holder, after: cursor, recordedBefore: since) {
-            cursor = passed
-        }
         let store = EventStore(client: client, logger: logger, confirmsTokens: false)
         var handled = 0
         for _ in 0..<maximumPages {
+            // Before each page: the horizon of one statement may stop short of what the next one passes.
+            if let since = consumer.passesOverRecordedBefore,
+               let passed = try await passOver(consumer.name, lease: holder, after: cursor, recordedBefore: since) {
+                cursor = passed
+            }
             let page = try await store.readFeed(after: cursor, limit: pageSize)
             guard let last = page.last?.cursor else { break }
             let events = page.map(\.event)
