@@ -37,6 +37,8 @@ public final class WebhookDispatcher: Sendable {
     let logger: Logger
     /// The endpoints this node is sending to now.
     private let busy = Mutex<Set<String>>([])
+    /// Each endpoint's sender, kept from round to round while `run` runs.
+    private let senders = WebhookSenders()
 
     public init(
         database: LedgerDatabase, settings: Settings, node: String, now: @escaping @Sendable () -> Date = { Date() },
@@ -53,7 +55,7 @@ public final class WebhookDispatcher: Sendable {
     /// Until cancelled: every `interval`, queues what the feed holds since the last tick (the feed consumer
     /// `webhooks`, when no other node holds it), takes the endpoints with something due that no node holds, and starts
     /// sending to each, without waiting for one to finish before the next tick. An event is sent about one interval
-    /// after it was recorded.
+    /// after it was recorded. Each endpoint's connections are kept from one round to the next (`WebhookSenders`).
     public func run(every interval: Duration) async {
         var observed = ContinuousClock.now - .seconds(60)
         await withDiscardingTaskGroup { group in
@@ -65,8 +67,9 @@ public final class WebhookDispatcher: Sendable {
                         continue
                     }
                     _ = try await consumers.run(webhooks.queueing, node: node)
+                    await senders.shutDownIdle(at: now(), except: busy.withLock { $0 })
                     for target in try await claim() {
-                        group.addTask { _ = await self.deliver(target) }
+                        group.addTask { _ = await self.deliver(target, keepingItsSender: true) }
                     }
                     if ContinuousClock.now - observed >= Self.observationInterval {
                         observed = .now
@@ -78,6 +81,7 @@ public final class WebhookDispatcher: Sendable {
                 try? await Task.sleep(for: interval)
             }
         }
+        await senders.shutDownAll()
     }
 
     /// A batch is this many times `concurrency` deliveries: the statements between two batches (keep the outcomes,
@@ -92,7 +96,7 @@ public final class WebhookDispatcher: Sendable {
     public func deliverDue() async throws -> Int {
         let targets = try await claim()
         return await withTaskGroup(of: Int.self) { group in
-            for target in targets { group.addTask { await self.deliver(target) } }
+            for target in targets { group.addTask { await self.deliver(target, keepingItsSender: false) } }
             return await group.reduce(0, +)
         }
     }
@@ -105,10 +109,15 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Sends to `target` until nothing of it is due, it is disabled or failing, or its lease is lost; lets it go
-    /// after. Returns how many attempts were made.
-    func deliver(_ target: WebhookTarget) async -> Int {
-        let sender = await WebhookSender(
-            target: target, policy: settings.policy, timeout: settings.timeout, connections: settings.concurrency, node: node)
+    /// after. Returns how many attempts were made. Its sender is the one kept from the round before when
+    /// `keepingItsSender` (the loop), else made for this round and shut down after it.
+    func deliver(_ target: WebhookTarget, keepingItsSender: Bool) async -> Int {
+        let make = {
+            await WebhookSender(
+                target: target, policy: self.settings.policy, timeout: self.settings.timeout,
+                connections: self.settings.concurrency, node: self.node)
+        }
+        let sender = keepingItsSender ? await senders.sender(for: target, now: now(), make: make) : await make()
         var attempts = 0
         do {
             sending: while true {
@@ -150,13 +159,13 @@ public final class WebhookDispatcher: Sendable {
         // Free for the next tick before the client's connections are closed: closing took up to a second, and the
         // events queued meanwhile waited for it.
         _ = busy.withLock { $0.remove(target.name) }
-        await sender.shutdown()
+        if !keepingItsSender { await sender.shutdown() }
         return attempts
     }
 
     /// One attempt, and when to try it again.
     private func attempt(_ delivery: WebhookDelivery, to target: WebhookTarget, by sender: WebhookSender) async -> WebhookOutcome {
-        let (attempt, retryAfter) = await sender.send(delivery, now: now())
+        let (attempt, retryAfter) = await sender.send(delivery, signedWith: target.secrets, now: now())
         WebhookMetrics.attempted(attempt, endpoint: target.name)
         if attempt.outcome != .delivered {
             logger.notice("webhook \(target.name): \(delivery.messageId) \(attempt.outcome.rawValue) \(attempt.status.map(String.init) ?? "")")

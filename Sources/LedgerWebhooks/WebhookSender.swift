@@ -14,14 +14,15 @@ struct WebhookSender {
     static let userAgent = "OrderLedger-Webhooks/1.0"
     static let keptAnswer = 512
 
-    let target: WebhookTarget
+    /// The endpoint's URL, as it was when its host was checked.
+    let url: String
     let timeout: Duration
     let node: String
     private let connection: Result<HTTPClient, WebhookAttempt.Outcome.Failure>
 
     /// Resolves and checks the target's host; what is sent after goes to the address checked.
     init(target: WebhookTarget, policy: WebhookAddressPolicy, timeout: Duration, connections: Int, node: String) async {
-        self.target = target
+        self.url = target.url
         self.timeout = timeout
         self.node = node
         do {
@@ -40,8 +41,9 @@ struct WebhookSender {
         }
     }
 
-    /// One attempt of `delivery` at `now`, and the receiver's `Retry-After` when it gave one (in seconds).
-    func send(_ delivery: WebhookDelivery, now: Date) async -> (attempt: WebhookAttempt, retryAfter: Duration?) {
+    /// One attempt of `delivery` at `now`, signed with `secrets` (the endpoint's of this round: a rotation between
+    /// rounds signs with the new one at once), and the receiver's `Retry-After` when it gave one (in seconds).
+    func send(_ delivery: WebhookDelivery, signedWith secrets: [WebhookSecret], now: Date) async -> (attempt: WebhookAttempt, retryAfter: Duration?) {
         let started = ContinuousClock.now
         func attempt(_ outcome: WebhookAttempt.Outcome, status: Int? = nil, _ response: String) -> WebhookAttempt {
             let elapsed = ContinuousClock.now - started
@@ -56,7 +58,7 @@ struct WebhookSender {
         case .failure(let failure): return (attempt(failure.outcome, failure.reason), nil)
         }
         let timestamp = Int64(now.timeIntervalSince1970)
-        var request = HTTPClientRequest(url: target.url)
+        var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: Self.userAgent)
@@ -64,7 +66,7 @@ struct WebhookSender {
         request.headers.add(name: "webhook-timestamp", value: String(timestamp))
         request.headers.add(
             name: "webhook-signature",
-            value: WebhookSignature.header(id: delivery.messageId, timestamp: timestamp, body: delivery.body, secrets: target.secrets))
+            value: WebhookSignature.header(id: delivery.messageId, timestamp: timestamp, body: delivery.body, secrets: secrets))
         request.body = .bytes(delivery.body)
         do {
             let answer = try await exchange(request, on: client)
@@ -79,6 +81,11 @@ struct WebhookSender {
         } catch {
             return (attempt(.unreachable, String(describing: error)), nil)
         }
+    }
+
+    /// Whether its host resolved to an address the policy allows (else every attempt fails at once, with why).
+    var resolved: Bool {
+        if case .success = connection { true } else { false }
     }
 
     func shutdown() async {

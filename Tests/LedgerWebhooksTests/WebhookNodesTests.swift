@@ -42,6 +42,29 @@ struct WebhookNodesTests {
         }
     }
 
+    /// The loop keeps an endpoint's connections from one round to the next (a round ends whenever its queue runs
+    /// dry): events sent rounds apart come on one connection, until the sender is a minute old (though used half a
+    /// minute before) and its host is resolved and checked again, on a new connection.
+    @Test func anEndpointsConnectionOutlivesItsRoundsForAMinute() async throws {
+        try await WebhookFixture.run { fixture in
+            let dispatcher = fixture.dispatcher()
+            let loop = Task { await dispatcher.run(every: .milliseconds(50)) }
+            defer { loop.cancel() }
+            let half = WebhookSenders.maximumAge / 2
+            for (order, ageing) in [("first", 0), ("second", 0), ("half-a-minute-on", half), ("a-minute-on", half)] {
+                fixture.clock.advance(ageing)
+                let sent = fixture.receiver.all.count
+                _ = try await fixture.database.ledger.record(
+                    orderId: order, events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
+                #expect(await eventually(within: .seconds(120)) { fixture.receiver.all.count == sent + 1 }, "\(order) sent")
+            }
+            let ports = fixture.receiver.all.map(\.senderPort)
+            #expect(ports.count == 4 && ports[0] != nil && ports[1] == ports[0] && ports[2] == ports[0],
+                    "the later rounds on the first's connection")
+            #expect(ports.count == 4 && ports[3] != ports[0], "a minute on, a new sender and connection")
+        }
+    }
+
     /// Three nodes run the loop on one endpoint while orders are recorded (each node queueing when it holds the feed
     /// consumer, sending when it holds the endpoint): every event arrives, none while another copy of it is in flight,
     /// none twice (no attempt failed), each stream's in order.

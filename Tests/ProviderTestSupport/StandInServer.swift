@@ -4,9 +4,9 @@ import Synchronization
 
 /// Runs a provider's stand-in (`router`) on a free loopback port while `body` runs with its base URL.
 public enum StandInServer {
-    public static func run<T: Sendable>(
-        _ router: Router<BasicRequestContext>, _ body: @Sendable @escaping (String) async throws -> T
-    ) async throws -> T {
+    public static func run<Context: RequestContext, T: Sendable>(
+        _ router: Router<Context>, _ body: @Sendable @escaping (String) async throws -> T
+    ) async throws -> T where Context.Source == ApplicationRequestContextSource {
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         let box = Mutex<T?>(nil)
         try await app.test(.live) { client in

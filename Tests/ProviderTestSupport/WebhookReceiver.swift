@@ -26,6 +26,8 @@ public final class WebhookReceiver: Sendable {
         public let timestamp: String
         public let signatures: String
         public let body: [UInt8]
+        /// The sender's port: one per connection.
+        public var senderPort: Int?
         /// What the receiver answered.
         public var status = 0
         public var json: JSONValue? { try? JSONValue(parsing: body) }
@@ -58,13 +60,13 @@ public final class WebhookReceiver: Sendable {
 
     /// Runs the receiver while `body` runs with its URL.
     public func run<T: Sendable>(_ body: @Sendable @escaping (String) async throws -> T) async throws -> T {
-        let router = Router()
-        router.post("hooks") { request, _ -> Response in
+        let router = Router(context: ConnectionContext.self)
+        router.post("hooks") { request, context -> Response in
             let bytes = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
             func header(_ name: String) -> String { HTTPField.Name(name).flatMap { request.headers[$0] } ?? "" }
             let delivery = Received(
                 id: header("webhook-id"), timestamp: header("webhook-timestamp"), signatures: header("webhook-signature"),
-                body: bytes)
+                body: bytes, senderPort: context.senderPort)
             self.inFlight.withLock { state in
                 state.now += 1
                 state.most = max(state.most, state.now)
@@ -80,6 +82,17 @@ public final class WebhookReceiver: Sendable {
             return Response(status: status, headers: headers)
         }
         return try await StandInServer.run(router) { base in try await body(base + "/hooks") }
+    }
+}
+
+/// A request's context, with the port of the connection it came on.
+struct ConnectionContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let senderPort: Int?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = CoreRequestContextStorage(source: source)
+        senderPort = source.channel.remoteAddress?.port
     }
 }
 
