@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 @testable import LedgerPostgres
 import LedgerTestSupport
+import Logging
 import ProviderTestSupport
 @testable import LedgerWebhooks
 import Synchronization
@@ -179,15 +180,27 @@ struct WebhookDeliveryTests {
         }
     }
 
-    /// An endpoint added to a ledger with a history is queued only what is recorded after it, and the queueing passes
-    /// over what came before unread: one round hands it the later events alone (it walked the whole feed, 100 events
-    /// a page, before the first delivery could be queued).
+    /// An endpoint added to a ledger with a history (300 events recorded an hour before) is queued only what is
+    /// recorded after it, and the queueing passes over what came before unread (it walked the whole feed, 100 events
+    /// a page, before the first delivery could be queued) — including an event recorded half a second before the
+    /// endpoint though appended after it, as a node whose estimate of the database's clock runs behind records it.
     @Test func anEndpointAddedToALongLedgerIsQueuedWhatCameAfterWithoutTheFeedBeforeBeingRead() async throws {
         try await TestDatabase.withClient { client in
             let database = LedgerDatabase(client: client)
-            try await recordHappyOrders(50, prefix: "before", on: database.ledger)
+            let logger = Logger(label: "test")
+            try await client.queryToEnd(
+                """
+                INSERT INTO events (kind, stream_id, version, event_id, type, data, recorded_at, canonical, hash)
+                SELECT 'order', 'before-' || g, 1, gen_random_uuid(), 'order.created', '{}', now() - interval '1 hour', '\\x00', '\\x00'
+                FROM generate_series(1, 300) g
+                """, logger: logger)
             _ = try await database.webhooks.add(
                 name: "late", url: try WebhookEndpointURL("https://example.com/hooks"), selectors: [try #require(WebhookEventSelector("*"))])
+            try await client.queryToEnd(
+                """
+                INSERT INTO events (kind, stream_id, version, event_id, type, data, recorded_at, canonical, hash)
+                VALUES ('order', 'behind', 1, \(UUID()), 'order.created', '{}', clock_timestamp() - interval '0.5 seconds', '\\x00', '\\x00')
+                """, logger: logger)
             try await recordHappyOrders(1, prefix: "after", on: database.ledger)
             // Rounds until the consumer is caught up: on a busy cluster a round may stop short at the feed's horizon.
             func caughtUp() async throws -> FeedConsumerStatus? {
@@ -196,7 +209,7 @@ struct WebhookDeliveryTests {
             }
             #expect(try await StreamingStandby.eventually { try await caughtUp() != nil })
             let queued = try await database.webhooks.deliveries("late", state: nil, before: nil, limit: 100, now: Date())
-            #expect(queued.count == 6 && queued.allSatisfy { $0.stream.id == "after-0" })
+            #expect(queued.map(\.stream.id).sorted() == ["after-0", "after-0", "after-0", "after-0", "after-0", "after-0", "behind"])
             let handled = try #require(try await caughtUp()).handled
             #expect(handled < 100, "the 300 events before passed over, not read (\(handled) handled)")
 

@@ -9,9 +9,14 @@ extension Webhooks {
     /// The feed consumer that queues each event for every endpoint that selects it and existed when it was recorded,
     /// in the transaction that advances it: each event queued once per endpoint, none lost across restarts, crashes
     /// or nodes (`FeedConsumers`). `serve` runs it on every node; one at a time holds it.
+    ///
+    /// "Existed when it was recorded" is judged `RecentStreams.clockToleranceSeconds` early: an append decided from
+    /// a node's memory is recorded at the node's estimate of the database's clock, which may run up to that much
+    /// behind, and an order appended right after an endpoint was added had its first events recorded "before" it,
+    /// and never sent. So an endpoint may also be sent what was recorded in the second before it was added.
     public var queueing: FeedConsumer {
         // An event recorded before every endpoint existed is queued for none: passed over unread.
-        FeedConsumer(name: "webhooks", passesOverRecordedBefore: "SELECT min(created_at) FROM webhook_endpoints") {
+        FeedConsumer(name: "webhooks", passesOverRecordedBefore: "SELECT min(created_at) - \(Self.recordedEarly) FROM webhook_endpoints") {
             [logger] events, connection in
             try await connection.queryToEnd(WebhookQueueLock.alone, logger: logger)
             // Only the oldest pending event of a stream is scheduled: the first of the page's for its stream, and
@@ -28,7 +33,8 @@ extension Webhooks {
                     SELECT w.name, e.event_id, e.position, e.kind, e.stream_id, e.version, e.type,
                            row_number() OVER (PARTITION BY w.name, e.kind, e.stream_id ORDER BY e.version) = 1 AS first
                     FROM events e JOIN webhook_endpoints w
-                      ON e.recorded_at >= w.created_at AND webhook_selects(w.event_selectors, e.kind, e.type)
+                      ON e.recorded_at >= w.created_at - \(unescaped: Self.recordedEarly)
+                     AND webhook_selects(w.event_selectors, e.kind, e.type)
                     WHERE e.position = ANY(\(events.map(\.position)))
                 ) queued
                 ORDER BY position
@@ -36,6 +42,9 @@ extension Webhooks {
                 """, logger: logger)
         }
     }
+
+    /// How far before its endpoint's creation an event's recorded time may be and the event still be sent to it.
+    static let recordedEarly = "interval '\(RecentStreams.clockToleranceSeconds) seconds'"
 
     /// Takes, for `lease`, every endpoint that is enabled, not failing, has a delivery due at `now` and is held by
     /// no other node — except those named in `busy` (this node's, already being sent to).
