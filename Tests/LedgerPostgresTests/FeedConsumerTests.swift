@@ -144,19 +144,11 @@ struct FeedConsumerTests {
             let database = LedgerDatabase(client: client)
             let handled = Handled()
             let consumer = FeedConsumer(name: "beside") { page in handled.pages.withLock { $0.append(page) } }
-            let finished = Mutex(false)
-            let appending = Task {
-                defer { finished.withLock { $0 = true } }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for writer in 0..<8 {
-                        group.addTask { try await recordHappyOrders(5, prefix: "w\(writer)", on: database.ledger) }
-                    }
-                    try await group.waitForAll()
-                }
-            }
+            let finished = Gate()
+            let appending = Self.appendFromEightWriters(on: database.ledger, finished: finished)
             // Rounds while the appends go on; once they have ended, rounds until what is left is read (a round can end
             // early at the feed's horizon, while another test's transaction is open: `drain`).
-            while !finished.withLock({ $0 }) {
+            while !finished.isOpen {
                 _ = try await database.consumers.run(consumer, node: "a", pageSize: 7)
             }
             try await appending.value
@@ -179,19 +171,11 @@ struct FeedConsumerTests {
             let consumer = FeedConsumer(name: "later", passesOverRecordedBefore: "SELECT since FROM pass_mark") { page, _ in
                 handled.pages.withLock { $0.append(page) }
             }
-            let finished = Mutex(false)
-            let appending = Task {
-                defer { finished.withLock { $0 = true } }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for writer in 0..<8 {
-                        group.addTask { try await recordHappyOrders(5, prefix: "w\(writer)", on: database.ledger) }
-                    }
-                    try await group.waitForAll()
-                }
-            }
+            let finished = Gate()
+            let appending = Self.appendFromEightWriters(on: database.ledger, finished: finished)
             // Rounds of one page, so that the mark is set while the appends go on.
             var marked = false
-            while !finished.withLock({ $0 }) {
+            while !finished.isOpen {
                 _ = try await database.consumers.run(consumer, node: "a", pageSize: 7, maximumPages: 1)
                 if !marked, try await database.ledger.store.count("events") >= 60 {
                     try await client.queryToEnd("UPDATE pass_mark SET since = now()", logger: Self.logger)
@@ -214,6 +198,19 @@ struct FeedConsumerTests {
     }
 
     static let logger = Logger(label: "test")
+
+    /// Eight writers appending five lifecycles each (240 events) at once, in a task; `finished` opens when they end.
+    static func appendFromEightWriters(on ledger: Ledger, finished: Gate) -> Task<Void, any Error> {
+        Task {
+            defer { finished.open() }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<8 {
+                    group.addTask { try await recordHappyOrders(5, prefix: "w\(writer)", on: ledger) }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
 
     /// Passing over never goes past an append still open: an event it would hand over (recorded after the mark),
     /// written in a transaction that took its place in the feed before a committed one (recorded before the mark).
