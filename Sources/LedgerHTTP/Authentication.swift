@@ -11,8 +11,7 @@ struct RequireScope: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let secret = try Self.bearerSecret(of: request)
-        // Secrets are short ASCII; anything else cannot be one of ours and is not worth a lookup.
-        guard secret.utf8.count <= 256, let (token, confirmation) = try await tokens.authenticate(secret: secret) else {
+        guard secret.utf8.count <= Self.longestSecret, let (token, confirmation) = try await tokens.authenticate(secret: secret) else {
             throw Self.notValid
         }
         guard let confirmation else { return try await authorized(token, request, context, next) }
@@ -53,6 +52,9 @@ struct RequireScope: RouterMiddleware {
         }
         return String(header[secret...].trimmingOptionalWhitespace)
     }
+
+    /// Secrets are short ASCII; anything longer cannot be one of ours and is not worth a lookup.
+    static let longestSecret = 256
 
     static let notValid = APIError(
         .unauthorized, "unauthorized", "the bearer token is not valid or has been revoked", headers: [.wwwAuthenticate: "Bearer"])

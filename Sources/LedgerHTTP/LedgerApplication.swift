@@ -21,6 +21,21 @@ public enum LedgerApplication {
         replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil,
         subscriptionTransfers: SubscriptionTransferPolicy = .keep, readinessTimeout: Duration = defaultReadinessTimeout
     ) -> Router<LedgerRequestContext> {
+        routerAndLane(
+            database: database, metrics: metrics, providers: providers, replicas: replicas, recoverer: recoverer,
+            subscriptionTransfers: subscriptionTransfers, readinessTimeout: readinessTimeout
+        ).router
+    }
+
+    /// The router, and the `HistoryLane` that shares its token cache and rendered history pages: none with
+    /// `replicas` (which server reads is the router's to choose). `serverName`: the `Server` header the lane sends,
+    /// the application's.
+    public static func routerAndLane(
+        database: LedgerDatabase, metrics: LedgerMetrics = .shared, providers: ProviderVerifiers = ProviderVerifiers(),
+        replicas: ReadReplicas? = nil, recoverer: Recoverer? = nil,
+        subscriptionTransfers: SubscriptionTransferPolicy = .keep, readinessTimeout: Duration = defaultReadinessTimeout,
+        serverName: String? = LedgerApplication.serverName
+    ) -> (router: Router<LedgerRequestContext>, lane: HistoryLane?) {
         let ledger = database.ledger
         // HEAD answers as GET does, without the body (RFC 9110 §9.3.2): a monitor's HEAD /healthz was a 404.
         let router = Router(context: LedgerRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -36,12 +51,13 @@ public enum LedgerApplication {
             .register(on: router)
         ConsoleRoutes().register(on: router)
         let tokens = database.operations.tokenCache()
+        let histories = RenderedHistories()
         let writers = router.group("v1").add(middleware: RequireScope(scope: .eventsWrite, tokens: tokens))
         let readers = router.group("v1").add(middleware: RequireScope(scope: .eventsRead, tokens: tokens))
         ProviderRoutes(ledger: ledger, verifiers: providers).register(on: router)
         let reads = ReadSource(primary: ledger, replicas: replicas)
         OrderRoutes(
-            ledger: ledger, reads: reads, metrics: metrics, histories: RenderedHistories(),
+            ledger: ledger, reads: reads, metrics: metrics, histories: histories,
             appStore: providers.appStore, askableProviders: recoverer?.providers ?? [])
             .register(writers: writers, readers: readers)
         ReadRoutes(ledger: ledger, operations: database.operations, reads: reads).register(readers: readers)
@@ -57,21 +73,29 @@ public enum LedgerApplication {
         RecoveryRoutes(recoverer: recoverer).register(recoverers: recoverers)
         let managers = router.group("v1").add(middleware: RequireScope(scope: .webhooksManage, tokens: tokens))
         WebhookRoutes(webhooks: database.webhooks).register(managers: managers)
-        return router
+        let lane = replicas == nil
+            ? HistoryLane(ledger: ledger, tokens: tokens, histories: histories, serverName: serverName) : nil
+        return (router, lane)
     }
+
+    /// The `Server` header of every answer.
+    public static let serverName = "OrderLedger"
 
     /// HTTP/1.1, where a connection ends after a response when the request or the response says so, a request the
     /// parser cannot read still gets the API's JSON error, a connection that sends
     /// no complete request part for `idleTimeout` is closed (an idle keep-alive, or one that trickles a header a byte at
-    /// a time: each held a file descriptor for good), and a body must arrive within `bodyTimeout`.
-    public static func server(idleTimeout: Duration? = defaultIdleTimeout, bodyTimeout: Duration = defaultBodyTimeout) -> HTTPServerBuilder {
+    /// a time: each held a file descriptor for good), and a body must arrive within `bodyTimeout`. `lane`: the history
+    /// reads answered before the router (`HistoryLane`), from `routerAndLane`.
+    public static func server(
+        idleTimeout: Duration? = defaultIdleTimeout, bodyTimeout: Duration = defaultBodyTimeout, lane: HistoryLane? = nil
+    ) -> HTTPServerBuilder {
         let configuration = HTTP1Channel.Configuration(
             additionalChannelHandlers: [
                 ConnectionPersistence.Installer(), UnreadableRequestResponder(), RequestBodyDeadline(timeout: bodyTimeout),
             ],
             idleTimeout: idleTimeout.map(TimeAmount.init))
         return HTTPServerBuilder { responder in
-            ConnectionsOnTheirLoops(connection: HTTP1Channel(responder: responder, configuration: configuration))
+            ConnectionsOnTheirLoops(connection: HTTP1Channel(responder: responder, configuration: configuration), lane: lane)
         }
     }
 
@@ -90,12 +114,13 @@ public enum LedgerApplication {
         subscriptionTransfers: SubscriptionTransferPolicy = .keep, idleTimeout: Duration? = defaultIdleTimeout,
         bodyTimeout: Duration = defaultBodyTimeout, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        Application(
-            router: router(
-                database: database, providers: providers, replicas: replicas, recoverer: recoverer,
-                subscriptionTransfers: subscriptionTransfers),
-            server: server(idleTimeout: idleTimeout, bodyTimeout: bodyTimeout),
-            configuration: .init(address: .hostname(host, port: port), serverName: "OrderLedger"),
+        let (router, lane) = routerAndLane(
+            database: database, providers: providers, replicas: replicas, recoverer: recoverer,
+            subscriptionTransfers: subscriptionTransfers)
+        return Application(
+            router: router,
+            server: server(idleTimeout: idleTimeout, bodyTimeout: bodyTimeout, lane: lane),
+            configuration: .init(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }

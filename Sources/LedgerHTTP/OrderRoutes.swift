@@ -88,33 +88,35 @@ struct OrderRoutes {
     /// One page of the order's history: events after version `after` (0: from the first), `next` the `after` of
     /// the following page (null on the last). `asOf` applies to every page alike.
     @Sendable func history(_ request: Request, context: Context) async throws -> Response {
-        let orderId = try context.pathId("orderId")
-        let query = QueryParameters(request)
-        try query.onlyAllowing(["asOf", "limit", "after"])
-        let asOf = try query.time("asOf")
-        let limit = try query.integer("limit", in: 1...Int64(Self.maximumHistoryPage)) ?? Int64(Self.defaultHistoryPage)
-        let after = try query.integer("after", in: 0...Int64(Int32.max)) ?? 0
-        let key = RenderedHistories.Key(orderId: orderId, asOf: asOf, after: Int(after), limit: Int(limit))
+        let key = try Self.historyPage(orderId: try context.pathId("orderId"), QueryParameters(request))
         let held = request.headers[.ifNoneMatch]
         let histories = self.histories
         return try await reads.serve(request) { ledger in
-            // A page rendered before, or one the client holds: the stream's version says whether it is still the answer.
-            let rendered = histories.page(key)
-            if held != nil || rendered != nil, let current = try await ledger.streamVersion(orderId) {
-                let etag: HTTPFields = [.eTag: RenderedHistories.etag(current)]
-                if EntityTags.matches(held, RenderedHistories.etag(current)) { return Response(status: .notModified, headers: etag) }
-                if let rendered, rendered.version == current { return JSONResponse.make(status: .ok, bytes: rendered.body, headers: etag) }
+            switch try await histories.answer(to: key, holding: held, on: ledger) {
+            case .notModified(let etag): return Response(status: .notModified, headers: [.eTag: etag])
+            case .page(let body, let etag): return JSONResponse.make(status: .ok, bytes: body, headers: [.eTag: etag])
+            case nil: break
             }
-            let (page, body) = try await BigPageReads.shared.read(limit: Int(limit)) {
-                guard let page = try await ledger.history(orderId, asOf: asOf, after: Int(after), limit: Int(limit)) else {
+            let (orderId, asOf, after, limit) = (key.orderId, key.asOf, key.after, key.limit)
+            let (page, body) = try await BigPageReads.shared.read(limit: limit) {
+                guard let page = try await ledger.history(orderId, asOf: asOf, after: after, limit: limit) else {
                     throw APIError.notFound("order \(orderId) is not in the ledger")
                 }
-                return (page, await BigPageReads.render({ page.json }, limit: Int(limit)))
+                return (page, await BigPageReads.render({ page.json }, limit: limit))
             }
             guard let version = page.streamVersion else { return JSONResponse.make(status: .ok, bytes: body) }
             histories.keep(key, RenderedHistories.Page(version: version, body: body))
             return JSONResponse.make(status: .ok, bytes: body, headers: [.eTag: RenderedHistories.etag(version)])
         }
+    }
+
+    /// The page a history request asks for: its query's `asOf`, `limit` and `after`, or a 400 naming the parameter.
+    static func historyPage(orderId: String, _ query: QueryParameters) throws -> RenderedHistories.Key {
+        try query.onlyAllowing(["asOf", "limit", "after"])
+        let asOf = try query.time("asOf")
+        let limit = try query.integer("limit", in: 1...Int64(Self.maximumHistoryPage)) ?? Int64(Self.defaultHistoryPage)
+        let after = try query.integer("after", in: 0...Int64(Int32.max)) ?? 0
+        return RenderedHistories.Key(orderId: orderId, asOf: asOf, after: Int(after), limit: Int(limit))
     }
 
     /// A correlation or causation id, kept in every event's metadata: at most 128 visible ASCII characters (a UUID,

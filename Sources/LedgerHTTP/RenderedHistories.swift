@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import LedgerPostgres
 import NIOCore
 import Synchronization
 
@@ -70,4 +71,23 @@ final class RenderedHistories: Sendable {
 
     /// The `ETag` of a page rendered at `version`.
     static func etag(_ version: Int) -> String { "\"h\(version)\"" }
+
+    /// What a page rendered before, or one the client holds (`If-None-Match`), answers while the order's stream is
+    /// still at its version.
+    enum Answer {
+        case notModified(etag: String)
+        case page(ByteBuffer, etag: String)
+    }
+
+    /// The answer to `key` without reading the page again, when there is one: the stream's version (which also
+    /// confirms a cached token) says whether what was rendered, or what the client holds, is still the answer. Nil
+    /// when the page must be read. The route and the history lane (`HistoryLane`) both answer by it.
+    func answer(to key: Key, holding held: String?, on ledger: Ledger) async throws -> Answer? {
+        let rendered = page(key)
+        guard held != nil || rendered != nil, let current = try await ledger.streamVersion(key.orderId) else { return nil }
+        let etag = Self.etag(current)
+        if EntityTags.matches(held, etag) { return .notModified(etag: etag) }
+        if let rendered, rendered.version == current { return .page(rendered.body, etag: etag) }
+        return nil
+    }
 }

@@ -8,7 +8,7 @@ import Synchronization
 /// writing, which sends a one-buffer answer as three writes instead of one: measured, that was a quarter of `serve`'s
 /// CPU for `/healthz` (64 → 49 µs a request) and about 4 % of a history read's (BENCHMARKS.md).
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    private let metrics = RouteMetrics()
+    private let metrics = RouteMetrics.shared
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
@@ -17,9 +17,7 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         defer { active.decrement() }
         do {
             let response = try await next(request, context)
-            let route = metrics.route(context.endpointPath ?? "Unknown", request.method, response.status)
-            route.requests.increment()
-            route.duration.recordNanoseconds(Self.nanoseconds(since: started))
+            metrics.answered(context.endpointPath ?? "Unknown", request.method, response.status, since: started)
             return response
         } catch {
             // Only what escaped the error middleware inside: an error it answers is counted above by its status.
@@ -29,15 +27,13 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             throw error
         }
     }
-
-    private static func nanoseconds(since started: ContinuousClock.Instant) -> Int64 {
-        let elapsed = started.duration(to: .now).components
-        return elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
-    }
 }
 
-/// The metric handles of each route, method and status, made once: the metrics factory's lookup is the cost.
-private final class RouteMetrics: Sendable {
+/// The metric handles of each route, method and status, made once: the metrics factory's lookup is the cost. One
+/// for the process: the router's middleware and the history lane (`HistoryLane`) count into the same handles.
+final class RouteMetrics: Sendable {
+    static let shared = RouteMetrics()
+
     struct Route: Sendable {
         let requests: Counter
         let duration: Metrics.Timer
@@ -69,6 +65,14 @@ private final class RouteMetrics: Sendable {
                 requests: Counter(label: "hb.requests", dimensions: dimensions),
                 duration: Metrics.Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds))
         }
+    }
+
+    /// A request answered: counted and timed under its route, method and status.
+    func answered(_ route: String, _ method: HTTPRequest.Method, _ status: HTTPResponse.Status, since started: ContinuousClock.Instant) {
+        let handles = self.route(route, method, status)
+        handles.requests.increment()
+        let elapsed = started.duration(to: .now).components
+        handles.duration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
     }
 
     func errors(_ route: String, _ method: HTTPRequest.Method, _ status: HTTPResponse.Status) -> Counter {

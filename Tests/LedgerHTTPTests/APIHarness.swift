@@ -23,6 +23,8 @@ struct API {
     let tokens: TokenStore
     /// Secrets by token name: "writer" (events:write), "reader" (events:read), "finance" (finance:read), "all".
     let secrets: [String: String]
+    /// The history lane in front of the router, when the API runs `overTCP`.
+    var lane: HistoryLane? = nil
 
     struct Answer {
         let status: HTTPResponse.Status
@@ -42,12 +44,13 @@ struct API {
     }()
 
     /// `questions`: the providers `POST /v1/orders/{id}/recover` asks (none: it answers 501), on `recoveryClock`.
-    /// `readinessTimeout`: how long `/readyz` waits for the database.
+    /// `readinessTimeout`: how long `/readyz` waits for the database. `overTCP`: the application as `serve` runs
+    /// it — a server on a port, the history lane in front of the router — instead of the router driven directly.
     static func run(
         providers: ProviderVerifiers = ProviderVerifiers(), questions: ProviderQuestions? = nil,
         recoveryClock: @escaping @Sendable () -> Date = Date.init,
         subscriptionTransfers: SubscriptionTransferPolicy = .keep,
-        readinessTimeout: Duration = LedgerApplication.defaultReadinessTimeout,
+        readinessTimeout: Duration = LedgerApplication.defaultReadinessTimeout, overTCP: Bool = false,
         _ body: @Sendable @escaping (API) async throws -> Void
     ) async throws {
         try await TestDatabase.withOwnerAndService { owner, service in
@@ -60,14 +63,21 @@ struct API {
             let recoverer = questions.map {
                 Recoverer(database: database, questions: $0, clock: recoveryClock, logger: API.logger)
             }
-            let app = Application(
-                router: LedgerApplication.router(
-                    database: database, providers: providers, recoverer: recoverer,
-                    subscriptionTransfers: subscriptionTransfers, readinessTimeout: readinessTimeout),
-                logger: API.logger)
+            let (router, lane) = LedgerApplication.routerAndLane(
+                database: database, providers: providers, recoverer: recoverer,
+                subscriptionTransfers: subscriptionTransfers, readinessTimeout: readinessTimeout)
             let frozen = secrets
-            try await app.test(.router) { client in
-                try await body(API(client: client, database: database, tokens: tokens, secrets: frozen))
+            guard overTCP else {
+                try await Application(router: router, logger: API.logger).test(.router) { client in
+                    try await body(API(client: client, database: database, tokens: tokens, secrets: frozen))
+                }
+                return
+            }
+            let app = Application(
+                router: router, server: LedgerApplication.server(lane: lane),
+                configuration: .init(serverName: LedgerApplication.serverName), logger: API.logger)
+            try await app.test(.live) { client in
+                try await body(API(client: client, database: database, tokens: tokens, secrets: frozen, lane: lane))
             }
         }
     }

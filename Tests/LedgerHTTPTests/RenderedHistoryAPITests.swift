@@ -10,9 +10,11 @@ import Testing
 @Suite("API: a history page rendered once is answered again while its order stays as it was")
 struct RenderedHistoryAPITests {
     /// The second read of a page is the first's bytes, with its ETag; a new event makes a new answer at once; a
-    /// client holding the current ETag gets 304; a revoked token is refused even a page already rendered.
-    @Test func aRenderedPageIsReusedUntilTheOrderMovesAndNeverOutlivesItsToken() async throws {
-        try await API.run { api in
+    /// client holding the current ETag gets 304; a revoked token is refused even a page already rendered. Through
+    /// the router, and over TCP, where the history lane answers what was rendered (`HistoryLaneTests`).
+    @Test(arguments: [false, true])
+    func aRenderedPageIsReusedUntilTheOrderMovesAndNeverOutlivesItsToken(overTCP: Bool) async throws {
+        try await API.run(overTCP: overTCP) { api in
             var order = Lifecycle()
             for event in [order.created, order.queued] {
                 #expect(try await api.post("order-1", event).status == .created)
@@ -43,6 +45,7 @@ struct RenderedHistoryAPITests {
             let page = try await api.get(uri + "?limit=1", token: "reader")
             #expect(page.json["events"]?.elements.count == 1 && page.json["next"] == 1)
 
+            if let lane = api.lane { #expect(lane.answered.load(ordering: .relaxed) >= 5, "the lane answered the reads of what was rendered") }
             try await api.tokens.revoke(name: "reader")
             let revoked = try await api.get(uri, token: "reader")
             #expect(revoked.status == .unauthorized, "\(revoked.status) \(revoked.bodyText)")

@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LedgerCore
+@testable import LedgerHTTP
+import LedgerTestSupport
+import Testing
+
+/// `GET /v1/orders/{orderId}/history` of a page rendered before is answered in the connection's pipeline
+/// (`HistoryLane`), the same answer the router gives, in the order the requests came.
+@Suite("HTTP: the history lane")
+struct HistoryLaneTests {
+    /// Status, body and headers as the router's (all but the request id and the date, which are each answer's own);
+    /// the request's own X-Request-Id echoed; counted in the route's metrics.
+    @Test func theLaneAnswersWhatTheRouterWouldAndCountsIt() async throws {
+        try await API.run(overTCP: true) { api in
+            let lane = try #require(api.lane)
+            var order = Lifecycle()
+            for event in [order.created, order.queued] { #expect(try await api.post("order-1", event).status == .created) }
+            order.transactionId = "2000000000000001"
+            let uri = "/v1/orders/order-1/history?limit=50"
+            let routed = try await api.get(uri, token: "reader")
+            #expect(lane.answered.load(ordering: .relaxed) == 0, "a page not rendered yet is the router's")
+            let before = try await Self.counted(api, status: 200)
+
+            let laned = try await api.request(.get, uri, token: "reader", headers: [.requestId: "trace-1"])
+            #expect(lane.answered.load(ordering: .relaxed) == 1)
+            #expect(laned.status == .ok && laned.bodyText == routed.bodyText)
+            #expect(Self.comparable(laned.headers) == Self.comparable(routed.headers), "\(laned.headers) against \(routed.headers)")
+            #expect(laned.headers[.requestId] == "trace-1" && laned.headers[.date] != nil)
+            #expect(try await Self.counted(api, status: 200) >= before + 1, "counted under the route")
+
+            let etag = try #require(laned.headers[.eTag])
+            let held = try await api.request(.get, uri, token: "reader", headers: [.ifNoneMatch: etag])
+            #expect(lane.answered.load(ordering: .relaxed) == 2)
+            // The router's 304: the same request with the lane stepped aside (a HEAD is always the router's).
+            let routedHeld = try await api.request(.head, uri, token: "reader", headers: [.ifNoneMatch: etag])
+            #expect(held.status == .notModified && held.bodyText.isEmpty && routedHeld.status == .notModified)
+            #expect(Self.comparable(held.headers) == Self.comparable(routedHeld.headers), "\(held.headers) against \(routedHeld.headers)")
+
+            // What the router refuses, the lane leaves to it: a token without the scope, a parameter not allowed.
+            #expect(try await api.get(uri, token: "writer").status == .forbidden)
+            #expect(try await api.get(uri + "&sort=desc", token: "reader").status == .badRequest)
+            #expect(try await api.get(uri, token: "nobody").status == .unauthorized)
+            #expect(lane.answered.load(ordering: .relaxed) == 2)
+        }
+    }
+
+    /// Requests sent together on one connection are answered in the order they came, whichever of the lane and the
+    /// router answers each; the lane holds what comes while it answers.
+    @Test func pipelinedRequestsAreAnsweredInTheirOrder() async throws {
+        try await API.run(overTCP: true) { api in
+            let lane = try #require(api.lane)
+            #expect(try await api.post("order-1", Lifecycle().created).status == .created)
+            let rendered = try await api.get("/v1/orders/order-1/history", token: "reader")
+            let etag = try #require(rendered.headers[.eTag])
+            let port = try #require(api.client.port)
+            let bearer = "Authorization: Bearer \(try #require(api.secrets["reader"]))\r\n"
+            func history(_ id: String, close: Bool = false) -> String {
+                "GET /v1/orders/order-1/history HTTP/1.1\r\nHost: x\r\n\(bearer)X-Request-Id: \(id)\r\n"
+                    + (close ? "Connection: close\r\n" : "") + "\r\n"
+            }
+            let together = history("r1") + "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: r2\r\n\r\n" + history("r3")
+                + "GET /nowhere HTTP/1.1\r\nHost: x\r\nX-Request-Id: r4\r\n\r\n" + history("r5", close: true)
+            let answer = try await blocking { try RawHTTP.exchange(port: port, Array(together.utf8)) }
+            let ids = answer.text.components(separatedBy: "\r\n").compactMap { line in
+                line.lowercased().hasPrefix("x-request-id:") ? line.dropFirst("x-request-id:".count).trimmingCharacters(in: .whitespaces) : nil
+            }
+            #expect(ids == ["r1", "r2", "r3", "r4", "r5"], "\(answer.text)")
+            #expect(answer.text.components(separatedBy: "ETag: \(etag)").count - 1 >= 2, "\(answer.text)")
+            #expect(answer.text.contains("HTTP/1.1 404 Not Found"))
+            #expect(lane.answered.load(ordering: .relaxed) >= 1)
+        }
+    }
+
+    static func comparable(_ headers: HTTPFields) -> [String] {
+        headers.filter { $0.name != .requestId && $0.name != .date }.map { "\($0.name.canonicalName): \($0.value)" }.sorted()
+    }
+
+    /// The history route's 200s (or `status`) in `/metrics`.
+    static func counted(_ api: API, status: Int) async throws -> Int {
+        let label = #"hb_requests{http_route="/v1/orders/{orderId}/history",http_request_method="GET",http_response_status_code="\#(status)"} "#
+        let text = try await api.get("/metrics", token: nil).bodyText
+        guard let line = text.components(separatedBy: "\n").first(where: { $0.hasPrefix(label) }) else { return 0 }
+        return Int(Double(line.dropFirst(label.count)) ?? 0)
+    }
+}
