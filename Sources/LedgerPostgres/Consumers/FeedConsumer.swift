@@ -11,7 +11,8 @@ public struct FeedConsumer: Sendable {
     let handling: Handling
     /// SQL for the earliest recording time of an event the consumer does anything with (NULL: none), when it knows
     /// one: the events before the first recorded since then are passed over unread (`FeedConsumers.passOver`) — the
-    /// webhooks' queueing when its first endpoint is added to a long ledger. Nil: every event is handed over.
+    /// webhooks' queueing when its first endpoint is added to a long ledger — and a page hands over none recorded
+    /// before it. Nil: every event is handed over.
     let passesOverRecordedBefore: String?
 
     enum Handling: Sendable {

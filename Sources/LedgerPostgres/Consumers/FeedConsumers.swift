@@ -36,12 +36,13 @@ public struct FeedConsumers: Sendable {
         let store = EventStore(client: client, logger: logger, confirmsTokens: false)
         var handled = 0
         for _ in 0..<maximumPages {
-            // Before each page: the horizon of one statement may stop short of what the next one passes.
-            if let since = consumer.passesOverRecordedBefore,
-               let passed = try await passOver(consumer.name, lease: holder, after: cursor, recordedBefore: since) {
+            // Before each page: the horizon of one statement may stop short of what the next one passes. And the
+            // page leaves out what is to be passed over: its horizon, read later, may be past the pass-over's.
+            let since = consumer.passesOverRecordedBefore
+            if let since, let passed = try await passOver(consumer.name, lease: holder, after: cursor, recordedBefore: since) {
                 cursor = passed
             }
-            let page = try await store.readFeed(after: cursor, limit: pageSize)
+            let page = try await store.readFeed(after: cursor, limit: pageSize, recordedFrom: since)
             guard let last = page.last?.cursor else { break }
             let events = page.map(\.event)
             let advance = Advance(

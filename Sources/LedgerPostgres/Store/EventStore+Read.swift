@@ -151,12 +151,13 @@ extension EventStore {
 
     /// The same page after a cursor its reader kept (a feed consumer's), each event with its place in the feed. (The
     /// text of the transaction id is named apart: named `transaction_xid`, ORDER BY would sort by it, as text.)
-    func readFeed(after cursor: FeedCursor?, limit: Int) async throws -> [(event: StoredEvent, cursor: FeedCursor)] {
+    /// `since` (SQL time): only the events recorded from then on, as a consumer that passes over the others reads.
+    func readFeed(after cursor: FeedCursor?, limit: Int, recordedFrom since: String? = nil) async throws -> [(event: StoredEvent, cursor: FeedCursor)] {
         try await client.query(
             """
             SELECT \(unescaped: Self.columns), transaction_xid::text AS cursor_xid FROM events
             WHERE (transaction_xid, position) > (\(cursor?.transactionId ?? "0")::xid8, \(cursor?.position ?? 0))
-              AND transaction_xid < \(unescaped: Self.feedHorizon)
+              AND transaction_xid < \(unescaped: Self.feedHorizon)\(unescaped: since.map { " AND recorded_at >= (\($0))" } ?? "")
             ORDER BY transaction_xid, position LIMIT \(limit)
             """, .reads, logger: logger
         ) { rows in
