@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PostgresNIO
 import Synchronization
@@ -21,7 +22,8 @@ public final class TokenCache: Sendable {
     private let tokens: TokenStore
     /// The clock a previous secret's end is judged by (injected by tests).
     private let now: @Sendable () -> Date
-    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    /// By the secret's SHA-256, as the database keeps it: never the secret itself.
+    private let entries = Mutex<[SHA256Digest: Entry]>([:])
     /// Beyond this many tokens the cache starts again empty: a bound, not a policy (services hold a few tokens).
     static let capacity = 1_024
 
@@ -33,7 +35,8 @@ public final class TokenCache: Sendable {
     /// The token and, when it came from memory, the confirmation its request must pass; nil for a secret that is
     /// not a valid token.
     public func authenticate(secret: String) async throws -> (token: AuthenticatedToken, confirmation: TokenConfirmation?)? {
-        let key = Array(TokenStore.hash(secret).readableBytesView)
+        var text = secret
+        let key = text.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
         let now = now()
         if let entry = entries.withLock({ $0[key] }) {
             // A rotated token's previous secret ends at its time, whether or not the epoch moves then.
@@ -53,7 +56,7 @@ public final class TokenCache: Sendable {
 
     /// The epoch moved since the entry was read: looks the token up again. False (and forgotten) when it is no
     /// longer valid or no longer the same token.
-    private func recheck(secret: String, key: [UInt8], expected: AuthenticatedToken, movedTo epoch: Int64?) async throws -> Bool {
+    private func recheck(secret: String, key: SHA256Digest, expected: AuthenticatedToken, movedTo epoch: Int64?) async throws -> Bool {
         let (token, validUntil, current) = try await tokens.authenticateWithEpoch(secret: secret, now: now())
         guard let token, token == expected else {
             _ = entries.withLock { $0.removeValue(forKey: key) }
@@ -63,7 +66,7 @@ public final class TokenCache: Sendable {
         return true
     }
 
-    private func remember(_ key: [UInt8], _ entry: Entry) {
+    private func remember(_ key: SHA256Digest, _ entry: Entry) {
         entries.withLock { entries in
             if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             entries[key] = entry
