@@ -115,10 +115,6 @@ final class HistoryLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
-        context.fireChannelReadComplete()
-    }
-
     private var isAnswering: Bool {
         if case .answering = state { true } else { false }
     }

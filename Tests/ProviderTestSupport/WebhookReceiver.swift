@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerCore
+import NIOCore
 import Synchronization
 
 /// The README's verification, as a receiver writes it (README, "Webhooks", "Verify a delivery"): true when `body` was
@@ -26,8 +27,9 @@ public final class WebhookReceiver: Sendable {
         public let timestamp: String
         public let signatures: String
         public let body: [UInt8]
-        /// The sender's port: one per connection.
-        public var senderPort: Int?
+        /// The connection it came on, numbered from 1 in the order the receiver first saw each (a port is no
+        /// connection's name: on loopback a new connection may reuse the port of one just closed).
+        public var connection: Int?
         /// What the receiver answered.
         public var status = 0
         public var json: JSONValue? { try? JSONValue(parsing: body) }
@@ -47,6 +49,8 @@ public final class WebhookReceiver: Sendable {
     public typealias Answer = @Sendable (Received) async -> (status: HTTPResponse.Status, retryAfter: Int?)
 
     public let received = Mutex<[Received]>([])
+    /// Every connection seen, kept so that none's identity is reused by a later one.
+    private let connections = Mutex<[any Channel]>([])
     public let inFlight = Mutex<(now: Int, most: Int, ids: Set<String>, concurrentDuplicates: Int)>((0, 0, [], 0))
     private let answer: Mutex<Answer>
 
@@ -66,7 +70,7 @@ public final class WebhookReceiver: Sendable {
             func header(_ name: String) -> String { HTTPField.Name(name).flatMap { request.headers[$0] } ?? "" }
             let delivery = Received(
                 id: header("webhook-id"), timestamp: header("webhook-timestamp"), signatures: header("webhook-signature"),
-                body: bytes, senderPort: context.senderPort)
+                body: bytes, connection: self.number(of: context.channel))
             self.inFlight.withLock { state in
                 state.now += 1
                 state.most = max(state.most, state.now)
@@ -83,16 +87,24 @@ public final class WebhookReceiver: Sendable {
         }
         return try await StandInServer.run(router) { base in try await body(base + "/hooks") }
     }
+
+    private func number(of channel: any Channel) -> Int {
+        connections.withLock { seen in
+            if let index = seen.firstIndex(where: { $0 === channel }) { return index + 1 }
+            seen.append(channel)
+            return seen.count
+        }
+    }
 }
 
-/// A request's context, with the port of the connection it came on.
+/// A request's context, with the connection it came on.
 struct ConnectionContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    let senderPort: Int?
+    let channel: any Channel
 
     init(source: ApplicationRequestContextSource) {
         coreContext = CoreRequestContextStorage(source: source)
-        senderPort = source.channel.remoteAddress?.port
+        channel = source.channel
     }
 }
 
