@@ -69,7 +69,7 @@ final class ExitWatch: @unchecked Sendable {
     private var exited: Int32?
     private var waiter: CheckedContinuation<Int32, Never>?
 
-    init(_ process: Process) {
+    init(_ process: SpawnedProcess) {
         process.terminationHandler = { [self] process in
             lock.lock()
             exited = process.terminationStatus

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestSupport
 
 /// The `ledger` executable built next to the test bundle, run as a user would run it.
 enum LedgerBinary {
@@ -73,7 +74,7 @@ enum LedgerBinary {
 
     /// A `ledger` process ready to run, its output going to files in a directory of its own.
     struct Launch {
-        let process: Process
+        let process: SpawnedProcess
         let directory: URL
         var outURL: URL { directory.appendingPathComponent("out") }
         var errURL: URL { directory.appendingPathComponent("err") }
@@ -82,7 +83,7 @@ enum LedgerBinary {
     }
 
     static func prepare(_ arguments: [String], databaseURL: String, environment extra: [String: String]) throws -> Launch {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = url
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.merging(extra) { _, given in given }

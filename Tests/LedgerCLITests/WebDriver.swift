@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestSupport
 import LedgerCore
 
 /// The system's Chromium, headless, driven through chromedriver's W3C WebDriver protocol (plain HTTP and JSON): the
@@ -7,7 +8,7 @@ import LedgerCore
 /// wait makes "find element" wait until the element exists, for up to 60 s — on a CI machine running every suite at
 /// once, a search that takes 0.1 s alone has been seen to take more than 20 s.
 final class HeadlessBrowser: Sendable {
-    let driver: Process
+    let driver: SpawnedProcess
     let endpoint: String
     let session: String
 
@@ -22,7 +23,7 @@ final class HeadlessBrowser: Sendable {
     static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
     static let chromedriver = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    private init(driver: Process, endpoint: String, session: String) {
+    private init(driver: SpawnedProcess, endpoint: String, session: String) {
         self.driver = driver
         self.endpoint = endpoint
         self.session = session
@@ -36,7 +37,7 @@ final class HeadlessBrowser: Sendable {
         var lastError: (any Error)?
         for _ in 0..<5 {
             let port = Int.random(in: 20_000...60_000)
-            let driver = Process()
+            let driver = SpawnedProcess()
             driver.executableURL = URL(fileURLWithPath: chromedriver)
             driver.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
             driver.standardOutput = FileHandle.nullDevice
@@ -68,7 +69,7 @@ final class HeadlessBrowser: Sendable {
     }
 
     /// chromedriver answers `/status` once it listens; until then the connection is refused.
-    private static func waitUntilReady(_ endpoint: String, driver: Process) async throws {
+    private static func waitUntilReady(_ endpoint: String, driver: SpawnedProcess) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         var last = "not started"
         while ContinuousClock.now < deadline, driver.isRunning {
@@ -90,7 +91,7 @@ final class HeadlessBrowser: Sendable {
 
     /// Kills chromedriver (Foundation reaps it). Not `terminate()`: a process started from the test process inherits
     /// the spawning thread's blocked signals, SIGTERM among them, and every run left its chromedrivers running.
-    private static func stop(_ driver: Process) {
+    private static func stop(_ driver: SpawnedProcess) {
         if driver.isRunning { kill(driver.processIdentifier, SIGKILL) }
     }
 
@@ -179,7 +180,7 @@ final class HeadlessBrowser: Sendable {
     private static func call(_ method: String, _ url: String, _ body: JSONValue?) async throws -> JSONValue {
         let answerFile = FileManager.default.temporaryDirectory.appendingPathComponent("webdriver-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: answerFile) }
-        let curl = Process()
+        let curl = SpawnedProcess()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = ["curl", "-s", "-S", "--max-time", "90", "-o", answerFile.path, "-X", method, url]
         if let body { arguments += ["-H", "Content-Type: application/json", "--data-binary", body.canonicalJSON] }

@@ -47,7 +47,7 @@ struct ReadmeVerificationTests {
                 print(is_signed_by_ledger(body, headers, sys.argv[5]), is_signed_by_ledger(body + b" ", headers, sys.argv[5]))
                 """
             try script.write(to: directory.appendingPathComponent("verify.py"), atomically: true, encoding: .utf8)
-            let process = Process()
+            let process = SpawnedProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [
                 "python3", directory.appendingPathComponent("verify.py").path, directory.appendingPathComponent("body").path,
