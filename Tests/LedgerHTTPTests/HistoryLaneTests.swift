@@ -74,6 +74,13 @@ struct HistoryLaneTests {
         }
     }
 
+    /// The lane's `Date` header is RFC 9110's IMF-fixdate, as Hummingbird's (its own example, and a day of one digit).
+    @Test func theDateHeaderIsAnIMFFixdate() {
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(1_796_119_200) == "Tue, 01 Dec 2026 10:00:00 GMT")
+        #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    }
+
     static func comparable(_ headers: HTTPFields) -> [String] {
         headers.filter { $0.name != .requestId && $0.name != .date }.map { "\($0.name.canonicalName): \($0.value)" }.sorted()
     }
