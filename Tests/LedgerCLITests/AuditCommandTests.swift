@@ -34,10 +34,11 @@ struct AuditCommandTests {
             let outcome = try await LedgerBinary.run(["history", "order-0"], databaseURL: url)
             #expect(outcome.status == 0, "\(outcome.stderr)")
             let lines = outcome.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            try #require(lines.count >= 12, "\(outcome.stdout)")
             #expect(lines[0] == "order order-0")
             #expect(lines[2].split(separator: " ", omittingEmptySubsequences: true)
                 == ["POSITION", "RECORDED", "AT", "VERSION", "TYPE", "ACTOR", "STATE", "AFTER", "DATA"])
-            let types = lines[3...8].map { $0.split(separator: " ", omittingEmptySubsequences: true)[3] }
+            let types = lines[3...8].map { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first ?? "" }
             #expect(types == ["order.created", "payment.queued", "receipt.received", "receipt.verified", "order.granted", "order.finished"])
             #expect(lines[3].contains("amount=4.99 USD"))
             #expect(lines[3].contains("test-suite"))

@@ -10,7 +10,7 @@ struct FinanceCommandTests {
     @Test func aMillionLineProviderFileIsReconciledWithFlatMemoryAndExitsNonZeroOnLostOrders() async throws {
         try await TestDatabase.withURL { url, client in
             let ids = try await recordHappyOrders(2, on: Ledger(client: client))
-            let granted = try await Ledger(client: client).order(ids[0])!
+            let granted = try #require(try await Ledger(client: client).order(ids[0]))
             let today = String(RFC3339.format(Date()).prefix(10))
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("provider-\(UUID().uuidString).csv")
             defer { try? FileManager.default.removeItem(at: file) }
@@ -18,7 +18,7 @@ struct FinanceCommandTests {
             try Data().write(to: file)
             let handle = try FileHandle(forWritingTo: file)
             handle.write(Data("transaction_id,product_id,amount_minor,currency,status,occurred_at\n".utf8))
-            handle.write(Data("\(granted.transactionId!),gems.100,499,USD,paid,\(today)T10:00:00Z\n".utf8))
+            handle.write(Data("\(try #require(granted.transactionId)),gems.100,499,USD,paid,\(today)T10:00:00Z\n".utf8))
             var chunk = ""
             for n in 0..<1_000_000 {
                 chunk += "px-\(n),gems.100,499,USD,paid,\(today)T10:00:00Z\n"
@@ -52,6 +52,7 @@ struct FinanceCommandTests {
             // Amounts end where their heading ends: aligned right, as money is compared.
             let raw = table.stdout.split(separator: "\n")
             let end = { (line: Substring, text: String) in line.range(of: text).map { line.distance(from: line.startIndex, to: $0.upperBound) } }
+            try #require(raw.count >= 2, "\(table.stdout)")
             #expect(end(raw[1], "4.99 USD") == end(raw[0], "GRANTED AMOUNT"), "\(table.stdout)")
             // No anomaly: a table says so in words, not a header alone.
             let none = try await LedgerBinary.run(["anomalies", "--older-than", "0s"], databaseURL: url)
@@ -74,7 +75,11 @@ struct FinanceCommandTests {
             func granted(_ from: String, _ to: String) async throws -> String {
                 let csv = try await LedgerBinary.run(["report", "revenue", "--from", from, "--to", to, "--csv"], databaseURL: url)
                 #expect(csv.status == 0, "\(csv.stderr)")
-                return csv.stdout.split(separator: "\n").dropFirst().first.map { String($0.split(separator: ",")[2]) } ?? "none"
+                return try csv.stdout.split(separator: "\n").dropFirst().first.map { line in
+                    let fields = line.split(separator: ",")
+                    try #require(fields.count > 2, "\(csv.stdout)")
+                    return String(fields[2])
+                } ?? "none"
             }
             #expect(try await granted(RFC3339.format(before), RFC3339.format(after)) == "1")
             #expect(try await granted(today, RFC3339.format(after)) == "1", "a date and a time in one period")

@@ -18,6 +18,7 @@ struct PagedCommandTests {
             #expect(json.status == 0, "\(json.stderr)")
             #expect(json.stdout == whole.json.canonicalJSON + "\n")
 
+            try #require(whole.entries.count >= 10)
             let moment = whole.entries[9].event.recordedAt
             let past = try #require(try await ledger.history("long", asOf: moment))
             let pastJSON = try await LedgerBinary.run(

@@ -23,6 +23,7 @@ struct ConsoleAndEvidenceAPITests {
             #expect(altered.json["verified"] == .bool(false))
             let upToHere = altered.json["events"]?.elements.map { $0["verifiedUpToHere"] == .bool(true) }
             #expect(upToHere == [true, true, false, false, false, false])
+            try #require(upToHere?.count == 6)
             #expect(altered.json["events"]?.elements[2]["problem"] != .null)
             #expect(altered.json["events"]?.elements[3]["problem"] == .null, "event 4's own seal still holds")
 

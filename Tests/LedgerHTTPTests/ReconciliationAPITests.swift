@@ -63,6 +63,7 @@ struct ReconciliationAPITests {
             #expect(rows.map { $0["result"] } == ["matched", "malformed", "missing_in_ledger"], "every row, matched ones too")
             #expect(rows.map { $0["line"] } == ["2", "3", "5"])
             #expect(rows.first?["order_id"] == "order-1" && rows.first?["provider_amount_minor"] == "499")
+            try #require(rows.count == 3)
             #expect(rows[1]["transaction_id"] == "px-2" && rows[1]["provider_amount_minor"] == "499", "\(rows[1])")
         }
     }

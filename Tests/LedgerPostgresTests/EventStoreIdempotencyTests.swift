@@ -47,7 +47,7 @@ struct EventStoreIdempotencyTests {
             }
             let stored = results.compactMap { try? $0.get() }
             let conflicts = results.filter {
-                if case .failure(EventStoreError.idempotencyConflict(event.eventId, _)) = $0.mapError({ $0 as! EventStoreError }) { true } else { false }
+                if case .failure(let error) = $0, case EventStoreError.idempotencyConflict(event.eventId, _)? = error as? EventStoreError { true } else { false }
             }
             let storedRows = try await store.count("events")
             #expect(stored.count == 1)

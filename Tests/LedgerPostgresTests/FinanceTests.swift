@@ -39,7 +39,7 @@ struct FinanceTests {
             let report = RevenueReport(client: client)
 
             let utc = try await report.rows(from: "2026-11-01", to: "2026-11-30", groupBy: [.day, .currency], timeZone: "UTC")
-            #expect(utc.map { [$0.group[.day]!, $0.currency, "\($0.grantedAmount)", "\($0.netAmount)"] }
+            #expect(utc.map { [$0.group[.day] ?? "none", $0.currency, "\($0.grantedAmount)", "\($0.netAmount)"] }
                 == [["2026-11-02", "CNY", "3000", "3000"], ["2026-11-03", "USD", "999", "999"]])
             let shanghai = try await report.rows(from: "2026-11-01", to: "2026-11-30", groupBy: [.currency], timeZone: "Asia/Shanghai")
             #expect(shanghai.map { [$0.currency, "\($0.grantedCount)", "\($0.grantedAmount)"] }

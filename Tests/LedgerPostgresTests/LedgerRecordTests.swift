@@ -24,6 +24,7 @@ struct LedgerRecordTests {
             let folded = OrderDecider.fold(try await ledger.store.read(.order("order-1")).map { try $0.recordedOrderEvent() })
             #expect(order == folded)
             let stored = try await ledger.store.read(.order("order-1"))
+            try #require(stored.count >= 3)
             #expect(stored[0].metadata == ["actor": "test-suite", "requestId": "req-1"])
             // The receipt itself is never kept, only its hash.
             #expect(stored[2].data["receipt"] == nil)
@@ -167,6 +168,7 @@ struct LedgerRecordTests {
                 #expect(past.entries.count == index + 1)
                 #expect(past.order?.state == entry.stateAfter)
             }
+            try #require(!full.entries.isEmpty)
             let before = try #require(try await ledger.history("order-1", asOf: full.entries[0].event.recordedAt.addingTimeInterval(-60)))
             #expect(before.entries.isEmpty && before.order == nil)
             #expect(try await ledger.history("never-seen") == nil)

@@ -23,6 +23,7 @@ struct AppReceiptTests {
         #expect(receipt.inAppPurchases.map(\.productId) == ["com.example.coins", "com.example.gems"])
         #expect(receipt.inAppPurchases.map(\.originalTransactionId) == ["1000000000000001", "1000000000000000"])
         #expect(receipt.inAppPurchases.map(\.quantity) == [1, 3])
+        try #require(receipt.inAppPurchases.count == 2)
         #expect(receipt.inAppPurchases[0].purchaseDate == Date(timeIntervalSince1970: 1_700_000_000))
         #expect(receipt.inAppPurchases[1].purchaseDate == Date(timeIntervalSince1970: 1_700_000_100.5))
         #expect(receipt.inAppPurchases[1].webOrderLineItemId == 230_000_000_000_001)

@@ -188,6 +188,7 @@ struct RecoveryScheduleTests {
             #expect(attempt.attempt == 1 && attempt.askedBy == Recoverer.thisNode)
             #expect(try await harness.state("wx-1") == .verified)
             // The dead node's late word changes nothing: its lease is gone.
+            try #require(dead.count == 1)
             try await harness.database.recovery.settle(dead[0], now: harness.clock.now)
             #expect(try await harness.entry("wx-1")?.status == .recovered)
         }

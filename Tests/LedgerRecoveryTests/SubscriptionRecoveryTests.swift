@@ -89,6 +89,7 @@ struct SubscriptionRecoveryTests {
             let events = try await database.ledger.store.read(StreamName(.subscription, Self.id))
             #expect(events.map(\.type) == ["subscription.started", "subscription.answered", "subscription.answered"])
             #expect(events.map { $0.data["subtype"] } == ["INITIAL_BUY", "HISTORY", "ACTIVE"])
+            try #require(events.count == 3)
             #expect(events[1].data["evidence"]?["signedTransactionInfo"] == .string(t2))
             #expect(events[2].data["evidence"]?["signedTransactionInfo"] == .string(t3))
             #expect(events[2].metadata["actor"] == "provider:app_store")
