@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 @testable import LedgerPostgres
 import LedgerTestSupport
+import NIOPosix
 import Testing
 
 /// The stream versions a pool's requests ask for are read together (`VersionGroup`): every request waiting while a
@@ -28,10 +29,14 @@ struct StreamVersionGroupTests {
             let asked = ["three", "one", "missing", "three", "one", "missing"]
             let store = ledger.store
             let versions = try await withThrowingTaskGroup(of: (Int, Int?).self) { group in
-                for (index, orderId) in asked.enumerated() {
+                // The first has taken its group (and waits for the session) before the others come.
+                group.addTask { (0, try await store.streamVersion(.order(asked[0]))) }
+                let taken = await eventually { store.versionGroup.statistics.busy }
+                for (index, orderId) in asked.enumerated().dropFirst() {
                     group.addTask { (index, try await store.streamVersion(.order(orderId))) }
                 }
-                let gathered = await eventually { store.versionGroup.statistics.waiting == asked.count - 1 }
+                let waited = await eventually { store.versionGroup.statistics.waiting == asked.count - 1 }
+                let gathered = taken && waited
                 released.continuation.yield()
                 try await holder.value
                 #expect(gathered, "the reads behind the first never all waited")
@@ -41,6 +46,26 @@ struct StreamVersionGroupTests {
             }
             #expect(versions == [3, 1, nil, 3, 1, nil])
             #expect(store.versionGroup.statistics.largestGroup == asked.count - 1)
+        }
+    }
+
+    /// Requests the event loop reads in one turn are queued on it together: the first leads, and waits one pass of the
+    /// queue for the others, so all are read in one statement (led at once, it would go alone, the others after it).
+    @Test func versionsAskedInOneTurnOfTheEventLoopAreReadInOneStatement() async throws {
+        try await TestDatabase.withClient(poolSize: 1) { client in
+            let ledger = Ledger(client: client)
+            _ = try await ledger.record(orderId: "one", events: [Lifecycle().created], metadata: EventMetadata(actor: "test-suite"))
+            let store = ledger.store
+            let asked = 8
+            // The children are queued on the loop by a task running on it: none runs before the parent awaits them.
+            let versions = try await withTaskExecutorPreference(EventLoopExecutor(MultiThreadedEventLoopGroup.singleton.next())) {
+                try await withThrowingTaskGroup(of: Int?.self) { group in
+                    for _ in 0..<asked { group.addTask { try await store.streamVersion(.order("one")) } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            #expect(versions == Array(repeating: 1, count: asked))
+            #expect(store.versionGroup.statistics.largestGroup == asked)
         }
     }
 }

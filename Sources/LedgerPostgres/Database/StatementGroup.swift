@@ -7,9 +7,9 @@ import Synchronization
 ///
 /// One group at a time, led by the request that found none being done, or, once one is done, by the longest waiting
 /// request, which takes every request waiting behind it (at most `largest`; two items with one `key` never share a
-/// group: the second waits for the next). Nobody waits on a timer, so a request alone is served at once, and groups
-/// grow with the load. Each pool keeps one group of each kind (`SessionPool.groups`; one pool per event loop,
-/// `EventLoopPools`).
+/// group: the second waits for the next). A leader first lets the requests its event loop has queued behind it join
+/// (one `Task.yield`). Nobody waits on a timer, so a request alone is served at once, and groups grow with the load.
+/// Each pool keeps one group of each kind (`SessionPool.groups`; one pool per event loop, `EventLoopPools`).
 ///
 /// The leader does the group within its own request's deadline (`Deadline.remaining`); the others waiting behind it
 /// arrived after it, so their own deadlines end later.
@@ -19,7 +19,7 @@ final class StatementGroup<Item: Sendable, Answer: Sendable>: Sendable {
         var largestGroup = 0
         /// The answers that counted as done (`done`): how tests see what the groups did.
         var done = 0
-        /// Whether a group is being done now, and how many wait for the next.
+        /// Whether a group is being done now (taken by its leader), and how many wait for the next.
         var busy = false
         var waiting = 0
     }
@@ -37,7 +37,10 @@ final class StatementGroup<Item: Sendable, Answer: Sendable>: Sendable {
 
     private struct State {
         var waiting: [Waiting] = []
+        /// A leader has the turn (it may not have taken its group yet).
         var busy = false
+        /// The leader has taken its group: whoever comes now waits for the next.
+        var taken = false
         var statistics = Statistics()
     }
 
@@ -56,7 +59,7 @@ final class StatementGroup<Item: Sendable, Answer: Sendable>: Sendable {
     var statistics: Statistics {
         state.withLock { state in
             var statistics = state.statistics
-            statistics.busy = state.busy
+            statistics.busy = state.taken
             statistics.waiting = state.waiting.count
             return statistics
         }
@@ -77,13 +80,21 @@ final class StatementGroup<Item: Sendable, Answer: Sendable>: Sendable {
             if leads { continuation.resume(returning: .lead) }
         }
         if case .answered(let answer) = turn { return answer }
-        let others = state.withLock { takeGroup(with: item, from: &$0.waiting) }
+        // The requests the loop read in the same turn as this one are queued behind it: one pass of the queue lets
+        // them join before the group is taken (a lead taken at once would leave alone, and they would go together
+        // next). A yield, not a timer: alone, a request is served at once.
+        await Task.yield()
+        let others = state.withLock { state in
+            state.taken = true
+            return takeGroup(with: item, from: &state.waiting)
+        }
         let answers = await together([item] + others.map(\.item))
         for (waiting, answer) in zip(others, answers.dropFirst()) { waiting.continuation.resume(returning: .answered(answer)) }
         // Always handed on: a group left unled would hold its requests for good.
         let next = state.withLock { state -> Waiting? in
             state.statistics.largestGroup = max(state.statistics.largestGroup, answers.count)
             state.statistics.done += answers.count(where: done)
+            state.taken = false
             guard !state.waiting.isEmpty else {
                 state.busy = false
                 return nil
