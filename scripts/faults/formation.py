@@ -35,10 +35,16 @@ def pg_autoctl_binary():
     return found
 
 
+# Below Linux's ephemeral ports (32768-60999 by default): a port in that range may be a connection's local port on
+# 127.0.0.1 when PostgreSQL binds it, and PostgreSQL then listens on IPv6 alone, leaving 127.0.0.1 unanswered (the
+# monitor once did not answer for two minutes while its agent said it served; 55400 was its port).
+DEFAULT_BASE_PORT = 25400
+
+
 class Formation:
     """The monitor on `base_port`, the nodes on the next ports, all under `base_dir`."""
 
-    def __init__(self, base_dir, base_port=55400, nodes=2, database="ledger"):
+    def __init__(self, base_dir, base_port=DEFAULT_BASE_PORT, nodes=2, database="ledger"):
         self.base_dir = base_dir
         self.monitor_port = base_port
         self.node_ports = [base_port + 1 + n for n in range(nodes)]
@@ -110,7 +116,7 @@ class Formation:
         # once more before the run is failed (the output of both: `agent_log_path`).
         if not self.answered(monitor_answers, 60):
             print(f"--- the monitor did not answer within 60 s: its agent started again (output in "
-                  f"{self.agent_log_path('monitor')})")
+                  f"{self.agent_log_path('monitor')})\n{self.why_unanswered(self.monitor_port, 'monitor')}")
             self.kill9("monitor")
             time.sleep(1)  # its backends leave with the postmaster
             self.run("monitor")
@@ -172,7 +178,10 @@ class Formation:
         return f"{uri}&user={user}"
 
     def kill9(self, name):
-        """kill -9 of the node's engine agent and of its PostgreSQL (the postmaster; its backends follow it)."""
+        """kill -9 of the node's engine agent and of its PostgreSQL (the postmaster; its backends follow it). Returns
+        once the agent's process is gone: an agent started again refuses to run while its pid file names a process
+        that exists, and a killed one exists until it is reaped (seen: "An instance of pg_autoctl is already
+        running" a second after the kill)."""
         run = self.runs.get(name)
         if run and run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -185,6 +194,28 @@ class Formation:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        agent = self.agent_pid(name)
+        if agent is not None:
+            self.answered(lambda: not os.path.exists(f"/proc/{agent}"), 10)
+
+    def agent_pid(self, name):
+        """The pid in the agent's pid file (`pg_autoctl` keeps it under /tmp/pg_autoctl/<pgdata>), or None."""
+        try:
+            with open(f"/tmp/pg_autoctl{self.pgdata(name)}/pg_autoctl.pid") as file:
+                return int(file.readline().strip())
+        except (OSError, ValueError):
+            return None
+
+    def why_unanswered(self, port, name):
+        """What a probe of `port` says, and the end of the server's log: for a node that does not answer."""
+        probe = subprocess.run(
+            ["psql", "-X", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-d", "postgres", "-c", "SELECT 1"],
+            capture_output=True, text=True, timeout=30, env={**self.env(), "PGCONNECT_TIMEOUT": "2"})
+        logs = sorted(glob.glob(os.path.join(self.pgdata(name), "log", "*")), key=os.path.getmtime)
+        tail = open(logs[-1], errors="replace").read()[-3000:] if logs else "(no server log)"
+        listening = (subprocess.run(["ss", "-tanp", f"sport = :{port}"], capture_output=True, text=True).stdout
+                     if shutil.which("ss") else "(no ss)")
+        return f"probe: exit {probe.returncode} {probe.stderr.strip()}\nsockets on {port}:\n{listening}\nserver log:\n{tail}"
 
     def switchover(self):
         self.pg_autoctl("perform", "switchover", "--pgdata", self.monitor_dir, timeout=180)
