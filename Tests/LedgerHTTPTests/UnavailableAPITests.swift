@@ -26,7 +26,7 @@ struct UnavailableAPITests {
                     // Until the append has answered, or long past its deadline if it never does (the test then fails).
                     await withTaskGroup(of: Void.self) { group in
                         group.addTask { for await _ in released.stream { break } }
-                        group.addTask { try? await Task.sleep(for: .seconds(30)) }
+                        group.addTask { try? await Task.sleep(for: .seconds(120)) }
                         await group.next()
                         group.cancelAll()
                     }
@@ -41,9 +41,10 @@ struct UnavailableAPITests {
             #expect(answer.status == .serviceUnavailable, "\(answer.bodyText)")
             #expect(answer.errorCode == "unavailable")
             #expect(answer.headers[.retryAfter] == "1")
-            // Well before the holder's 30 s: the deadline answered, not the lock's release. The room above the deadline
-            // is for a machine busy with the rest of the suite (7.6 s was seen with a 2 s deadline on two cores).
-            #expect(waited >= deadline && waited < deadline + .seconds(15), "answered after \(waited)")
+            // Well before the holder's 120 s: the deadline answered, not the lock's release. The room above the deadline
+            // is for a machine busy with the rest of the suite (7.6 s, and once in CI 17.8 s, were seen with a 2 s
+            // deadline on two cores).
+            #expect(waited >= deadline && waited < deadline + .seconds(60), "answered after \(waited)")
             released.continuation.finish()
             try await holder.value
             #expect(try await api.ledger.store.count("events") == 1, "the abandoned append wrote nothing")
