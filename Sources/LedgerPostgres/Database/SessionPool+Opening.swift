@@ -18,11 +18,7 @@ extension SessionPool {
     private func openSession(
         at address: DatabaseServers.Address, on eventLoop: any EventLoop, id: Int, logger: Logger
     ) -> EventLoopFuture<PostgresConnection> {
-        let bootstrap = ClientBootstrap(group: eventLoop).connectTimeout(TimeAmount(configuration.options.connectTimeout))
-        let opening = switch address {
-        case .socket(let path): bootstrap.connect(unixDomainSocketPath: path)
-        case .tcp(let host, let port): bootstrap.connect(host: host, port: port)
-        }
+        let opening = Self.openChannel(to: address, on: eventLoop, connectTimeout: TimeAmount(configuration.options.connectTimeout))
         return opening.flatMapErrorThrowing { throw SessionNotOpened(underlying: $0) }.flatMap { channel in
             var session = PostgresConnection.Configuration(
                 establishedChannel: channel, username: self.configuration.username, password: self.configuration.password,
@@ -36,6 +32,17 @@ extension SessionPool {
                     channel.close(promise: nil)
                     return eventLoop.makeFailedFuture(error)
                 }
+        }
+    }
+
+    /// A session's channel to `address`, before PostgreSQL's startup; over TCP with keep-alive (`SessionKeepalive`).
+    static func openChannel(
+        to address: DatabaseServers.Address, on eventLoop: any EventLoop, connectTimeout: TimeAmount
+    ) -> EventLoopFuture<any Channel> {
+        let bootstrap = ClientBootstrap(group: eventLoop).connectTimeout(connectTimeout)
+        return switch address {
+        case .socket(let path): bootstrap.connect(unixDomainSocketPath: path)
+        case .tcp(let host, let port): SessionKeepalive.onTCP(bootstrap).connect(host: host, port: port)
         }
     }
 
