@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 @testable import LedgerPostgres
 import NIOCore
@@ -21,7 +23,7 @@ import Testing
             try await channel.getOption(option).get()
         }
         #expect(try await value(.socketOption(.so_keepalive)) != 0)
-        #expect(try await value(SessionKeepalive.tcp(TCP_KEEPIDLE)) == 10)
+        #expect(try await value(SessionKeepalive.tcp(SessionKeepalive.idleOption)) == 10)
         #expect(try await value(SessionKeepalive.tcp(TCP_KEEPINTVL)) == 5)
         #expect(try await value(SessionKeepalive.tcp(TCP_KEEPCNT)) == 3)
         try await channel.close()

@@ -23,10 +23,17 @@ enum SessionKeepalive {
     static func onTCP(_ bootstrap: ClientBootstrap) -> ClientBootstrap {
         bootstrap
             .channelOption(.socketOption(.so_keepalive), value: 1)
-            .channelOption(tcp(TCP_KEEPIDLE), value: idle)
+            .channelOption(tcp(idleOption), value: idle)
             .channelOption(tcp(TCP_KEEPINTVL), value: interval)
             .channelOption(tcp(TCP_KEEPCNT), value: probes)
     }
+
+    /// The option for `idle` (Darwin names it `TCP_KEEPALIVE`).
+    #if canImport(Darwin)
+    static let idleOption = TCP_KEEPALIVE
+    #else
+    static let idleOption = TCP_KEEPIDLE
+    #endif
 
     /// The TCP-level socket option `name`.
     static func tcp(_ name: Int32) -> ChannelOptions.Types.SocketOption {
