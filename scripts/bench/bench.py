@@ -95,6 +95,39 @@ def after_checkpoint(url, run):
     return result
 
 
+class MachineCPU:
+    """The whole machine's CPU while a load generator runs — load generator, PostgreSQL and service alike: on cores
+    the phase keeps busy, what one unit of work costs decides how far one side gets against the other. Taken around
+    the generator alone (not the parsing of its logs after it)."""
+
+    def __enter__(self):
+        self.busy, self.idle = self._jiffies()
+        return self
+
+    def __exit__(self, *exc):
+        busy, idle = self._jiffies()
+        self.busy_s = (busy - self.busy) / os.sysconf("SC_CLK_TCK")
+        self.idle_pct = 100 * (idle - self.idle) / max(1, busy - self.busy + idle - self.idle)
+
+    def record(self, result, seconds):
+        """Into a phase's result: µs of the machine's CPU per event (per request for history), and its idle share."""
+        done = result["events_per_s"] * seconds
+        result["machine_cpu_us_per_event"] = 1e6 * self.busy_s / done if done else None
+        result["machine_idle_pct"] = self.idle_pct
+        return result
+
+    @staticmethod
+    def _jiffies():
+        """All cores' busy and idle time so far, in clock ticks (/proc/stat; (0, 0) where there is none)."""
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return 0, 0
+        user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+        return user + nice + system + irq + softirq + steal, idle + iowait
+
+
 def with_database(url, name):
     """The same server URL naming another database."""
     return re.sub(r"^(postgres(?:ql)?://[^/]*/)([^?]*)", lambda m: m.group(1) + name, url)
@@ -211,7 +244,8 @@ def run_pgbench(url, script_text, kind, clients, duration, variables, workdir, n
     for key, value in variables.items():
         cmd += ["-D", f"{key}={value}"]
     cmd.append(url)
-    result = sh(cmd, check=False)
+    with MachineCPU() as cpu:
+        result = sh(cmd, check=False)
     output = (result.stdout or "") + (result.stderr or "")
     latencies = []
     for name in os.listdir(logdir):
@@ -229,17 +263,19 @@ def run_pgbench(url, script_text, kind, clients, duration, variables, workdir, n
     failed = result.returncode != 0 or tps == 0 or (failed_tx and int(failed_tx.group(1)) > 0)
     if failed:
         log(f"pgbench {kind} x{clients} FAILED:\n{output[-2000:]}")
-    return {
+    return cpu.record({
         "requests_per_s": tps, "events_per_s": tps * per_request, "requests": len(latencies),
         "p50_ms": percentile(latencies, 0.50), "p99_ms": percentile(latencies, 0.99),
         "mean_ms": sum(latencies) / len(latencies) if latencies else None, "failed": bool(failed),
-    }
+    }, int(duration))
 
 
 def run_loadgen(kind, clients, duration, port, token, run_tag, horders):
     if kind != "preload" and shutil.which("wrk"):
-        data = (wrkload.history(clients, duration, port, token, horders) if kind == "history"
-                else wrkload.appends(kind, clients, duration, port, token, run_tag))
+        with MachineCPU() as cpu:
+            data = (wrkload.history(clients, duration, port, token, horders) if kind == "history"
+                    else wrkload.appends(kind, clients, duration, port, token, run_tag))
+        cpu.record(data, data["seconds"])
         if data["failed"]:
             log(f"service {kind} x{clients} FAILED: {data['problems']}")
         return data
@@ -601,6 +637,21 @@ def targets(results):
     return out
 
 
+def machine_cpu_table(results):
+    """The whole machine's CPU per event (per request for history) on each side, load generator and PostgreSQL
+    included: on two busy cores the ratio of throughputs follows the inverse ratio of these."""
+    rows = ["| workload | clients | machine CPU µs: minimal | Message DB | raw | service | service / minimal | idle %: minimal / service |",
+            "|---|---|---|---|---|---|---|---|"]
+    for p in results["pairs"]:
+        least, svc = p["minimal"], p["service"]
+        cost = lambda side: (side or {}).get("machine_cpu_us_per_event")
+        rows.append(
+            f"| {p['workload']} | {p['clients']} | {fmt(cost(least), 0)} | {fmt(cost(p.get('peer')), 0)} | "
+            f"{fmt(cost(p['raw']), 0)} | {fmt(cost(svc), 0)} | {fmt(ratio(cost(svc), cost(least)), 2)} | "
+            f"{fmt(least.get('machine_idle_pct'), 0)} / {fmt(svc.get('machine_idle_pct'), 0)} |")
+    return rows
+
+
 def table(results):
     lines = []
     head = ("| workload | clients | minimal /s | minimal p99 ms | Message DB /s | Message DB p99 ms | raw /s | raw p99 ms "
@@ -642,6 +693,7 @@ def table(results):
             f"| rebuild{' FAILED' if rb['failed'] else ''} ({rb['events']:,} events) | 1 | {fmt(rb['copy_events_per_s'])} ev "
             f"(COPY, {rb['copy_seconds']:.2f} s) | - | - | - | - | - | {fmt(rb['rebuild_events_per_s'])} ev ({rb['rebuild_seconds']:.2f} s) "
             f"| - | - | {fmt(rb['rebuild_peak_rss_mb'], 0)} | - | - | {fmt(rb['ratio'], 2)} | - | - | - | - |")
+    lines += [""] + machine_cpu_table(results)
     lines.append("")
     lines.append("/s: events per second for appends and rebuild (a batch is 6 events), requests per second for history; "
                  "latencies per request (per pgbench transaction for the baselines). minimal: the least work PostgreSQL "
