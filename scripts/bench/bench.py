@@ -640,11 +640,13 @@ def targets(results):
 def machine_cpu_table(results):
     """The whole machine's CPU per event (per request for history) on each side, load generator and PostgreSQL
     included: on two busy cores the ratio of throughputs follows the inverse ratio of these."""
+    def cost(side):
+        return (side or {}).get("machine_cpu_us_per_event")
+
     rows = ["| workload | clients | machine CPU µs: minimal | Message DB | raw | service | service / minimal | idle %: minimal / service |",
             "|---|---|---|---|---|---|---|---|"]
     for p in results["pairs"]:
         least, svc = p["minimal"], p["service"]
-        cost = lambda side: (side or {}).get("machine_cpu_us_per_event")
         rows.append(
             f"| {p['workload']} | {p['clients']} | {fmt(cost(least), 0)} | {fmt(cost(p.get('peer')), 0)} | "
             f"{fmt(cost(p['raw']), 0)} | {fmt(cost(svc), 0)} | {fmt(ratio(cost(svc), cost(least)), 2)} | "
