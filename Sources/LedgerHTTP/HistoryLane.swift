@@ -9,7 +9,7 @@ import Synchronization
 
 /// The read auditors, support and the console repeat most — `GET /v1/orders/{orderId}/history` of a page rendered
 /// before (`RenderedHistories`), or one the client holds, of an order that has not moved since — answered where the
-/// connection's bytes are, in its channel pipeline (`HistoryLaneHandler`), without the async channel, the router and
+/// connection's bytes are, in its channel pipeline (`ConnectionFront`), without the async channel, the router and
 /// its middleware: on this machine a bare Hummingbird route costs ~85 µs of CPU a request and a bare NIO handler
 /// ~35 µs, and such a read was ~190 µs in all (BENCHMARKS.md, stop 52).
 ///

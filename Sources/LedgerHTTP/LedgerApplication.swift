@@ -89,13 +89,16 @@ public enum LedgerApplication {
     public static func server(
         idleTimeout: Duration? = defaultIdleTimeout, bodyTimeout: Duration = defaultBodyTimeout, lane: HistoryLane? = nil
     ) -> HTTPServerBuilder {
+        // The idle timeout is `ConnectionIdleState`'s, which replaces Hummingbird's handler of it.
         let configuration = HTTP1Channel.Configuration(
             additionalChannelHandlers: [
                 ConnectionPersistence.Installer(), UnreadableRequestResponder(), RequestBodyDeadline(timeout: bodyTimeout),
             ],
-            idleTimeout: idleTimeout.map(TimeAmount.init))
+            idleTimeout: nil)
         return HTTPServerBuilder { responder in
-            ConnectionsOnTheirLoops(connection: HTTP1Channel(responder: responder, configuration: configuration), lane: lane)
+            ConnectionsOnTheirLoops(
+                connection: HTTP1Channel(responder: responder, configuration: configuration),
+                idleTimeout: idleTimeout.map(TimeAmount.init), lane: lane)
         }
     }
 

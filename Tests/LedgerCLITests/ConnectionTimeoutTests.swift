@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 @testable import LedgerPostgres
 import LedgerTestSupport
 import Testing
@@ -62,6 +63,41 @@ struct ConnectionTimeoutTests {
     /// A body in two parts, within its time, is answered as usual, and its deadline ends with it: the connection goes
     /// on serving past the time the body had (a timer left running cut it at 2 s). The idle timeout is long here: on a
     /// machine busy with the whole suite, a 1 s one has closed a connection between two requests.
+    /// A keep-alive connection the history lane answers is busy, not idle: the idle timeout counts from its last
+    /// request. The lane answers in front of the codec to HTTP types, and the connection's idle state sits in front
+    /// of it (`ConnectionIdleState`); Hummingbird's own state handler, behind the lane, saw none of its requests and
+    /// would have closed such a connection `--idle-timeout` after the last request the router answered.
+    @Test func aConnectionTheHistoryLaneAnswersIsNotClosedAsIdle() async throws {
+        try await TestDatabase.withURL { url, client in
+            let tokens = TokenStore(client: client)
+            let writer = try await tokens.create(name: "writer", scopes: [.eventsWrite])
+            let reader = try await tokens.create(name: "reader", scopes: [.eventsRead])
+            let server = try await RunningServer.start(databaseURL: url, arguments: ["--idle-timeout", "1"])
+            defer { server.stop() }
+            let connection = try RawConnection(port: server.port)
+            let event = Lifecycle().created.json.canonicalJSON
+            let post = "POST /v1/orders/o-1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(writer)\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(event.utf8.count)\r\n\r\n\(event)"
+            let history = "GET /v1/orders/o-1/history HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(reader)\r\n\r\n"
+            // The router answers the append and renders the page; the lane answers every read after it, one after
+            // another for three idle timeouts.
+            let answers = await blocking {
+                guard connection.send(Array(post.utf8)) else { return ["the append could not be sent"] }
+                var answers = [connection.readAnswer(atMost: 20)]
+                let started = Date()
+                while Date().timeIntervalSince(started) < 3 {
+                    guard connection.send(Array(history.utf8)) else { return answers + ["closed"] }
+                    answers.append(connection.readAnswer(atMost: 20))
+                }
+                return answers
+            }
+            #expect(answers.first?.hasPrefix("HTTP/1.1 201") == true, "\(answers.first ?? "")")
+            let reads = answers.dropFirst()
+            #expect(reads.count >= 4, "\(reads.count) reads")
+            #expect(reads.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(reads.filter { !$0.hasPrefix("HTTP/1.1 200") })")
+        }
+    }
+
     @Test func aBodyInPartsWithinItsTimeIsServedAndItsDeadlineEndsWithIt() async throws {
         try await Self.withServer(["--idle-timeout", "60", "--body-timeout", "2"]) { server, token in
             let split = try RawConnection(port: server.port)

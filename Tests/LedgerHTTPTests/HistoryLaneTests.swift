@@ -74,6 +74,27 @@ struct HistoryLaneTests {
         }
     }
 
+    /// Bytes the parser cannot read, sent right behind a read the lane answers, are answered after it: the lane's 200
+    /// first, then the API's JSON 400 for them (`UnreadableRequestResponder`), which ends the connection.
+    @Test func anUnreadableRequestBehindALaneReadIsAnsweredAfterIt() async throws {
+        try await API.run(overTCP: true) { api in
+            let lane = try #require(api.lane)
+            #expect(try await api.post("order-1", Lifecycle().created).status == .created)
+            #expect(try await api.get("/v1/orders/order-1/history", token: "reader").status == .ok)
+            let port = try #require(api.client.port)
+            let read = "GET /v1/orders/order-1/history HTTP/1.1\r\nHost: x\r\n"
+                + "Authorization: Bearer \(try #require(api.secrets["reader"]))\r\n\r\n"
+            let unreadable = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Bad: a\u{01}b\r\n\r\n"
+            let answer = try await blocking { try RawHTTP.exchange(port: port, Array((read + unreadable).utf8)) }
+            // Each answer's status line (a body ends with no line break: the next answer follows on its line).
+            let statuses = answer.text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(4) }
+                .filter { $0.last == " " && $0.dropLast().allSatisfy(\.isNumber) }.map { $0.dropLast() }
+            #expect(statuses == ["200", "400"], "\(answer.text)")
+            #expect(answer.text.contains("invalid_request"), "\(answer.text)")
+            #expect(lane.answered.load(ordering: .relaxed) == 1)
+        }
+    }
+
     /// The lane's `Date` header is RFC 9110's IMF-fixdate, as Hummingbird's (its own example, and a day of one digit).
     @Test func theDateHeaderIsAnIMFFixdate() {
         #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
