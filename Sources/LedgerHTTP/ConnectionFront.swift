@@ -12,7 +12,7 @@ import NIOHTTPTypesHTTP1
 /// the lane's requests do not pass, and it closed a keep-alive connection answered only by the lane as idle.
 ///
 /// The lane answers here, before the codec to HTTP types, the handlers after it, the async channel and the router:
-/// after the codec, each part of a read went through five more handlers each way and two conversions (~9 % of a
+/// after the codec, each part of a read went through five more handlers each way and two conversions (6.5 % of a
 /// read's CPU, BENCHMARKS.md, stop 55). A request the lane may answer is held; the lane's answer is written from here,
 /// or, when it has none, the request is passed on to the router as it came. The lane takes only HTTP/1.1 requests
 /// that keep their connection: one that ends it is the router's, whose `ConnectionPersistence` closes the connection
