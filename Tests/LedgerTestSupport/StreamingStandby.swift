@@ -43,11 +43,6 @@ public enum StreamingStandby {
     /// limit is generous: it ends as soon as the condition holds, and under a full suite beside a build a standby's
     /// replay once took more than 30 s to catch up.
     public static func eventually(within limit: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        try await LedgerTestSupport.eventually(within: limit, condition)
     }
 }

@@ -57,6 +57,11 @@ struct WebhookNodesTests {
                 _ = try await fixture.database.ledger.record(
                     orderId: order, events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
                 #expect(await eventually(within: .seconds(120)) { fixture.receiver.all.count == sent + 1 }, "\(order) sent")
+                // The round that sent it has let the endpoint go: a round still going would send the next order's
+                // event too, on the sender it took before the clock moved (it did once, on a busy machine).
+                #expect(try await eventually(within: .seconds(120)) {
+                    try await fixture.database.webhooks.endpoint("backend", now: fixture.clock.now)?.deliveringNode == nil
+                }, "\(order)'s round over")
             }
             let connections = fixture.receiver.all.map(\.connection)
             #expect(connections == [1, 1, 1, 2], "the later rounds on the first's connection; a minute on, a new sender and connection")

@@ -163,6 +163,10 @@ final class SessionPool: Service, Sendable {
     /// Whether the pool has ever opened a session: an error before it did means PostgreSQL could not be reached.
     var hasConnected: Bool { state.withLock { $0.connectionsOpened > 0 } }
 
+    /// The idle sessions not yet seen closed. A session PostgreSQL ended is seen closed only once its socket's end is
+    /// read; until then a lease may take it, and its first query fails.
+    var idleOpen: Int { state.withLock { $0.idle.count { !$0.isClosed } } }
+
     /// An idle session, or the next one given back or opened. A cancelled task gets none: work a deadline gave up on
     /// before it started must not take a session (`withConnection(within:)` answered without it).
     ///
