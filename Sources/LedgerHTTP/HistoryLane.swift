@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import LedgerCore
 import LedgerPostgres
 import Logging
@@ -62,21 +63,24 @@ public final class HistoryLane: Sendable {
     /// 304; nil when the router must answer it.
     func answer(_ head: HTTPRequest, orderId: String, logger: Logger) async -> Answer? {
         let started = ContinuousClock.now
-        let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
+        // The route's rules on the head itself: a Hummingbird `Request` parses the target into a `URI` (the query
+        // only matters when there is one).
+        let target = head.path ?? ""
+        let query = target.utf8.firstIndex(of: UInt8(ascii: "?"))
         let metrics = RouteMetrics.shared
         let active = metrics.active(head.method)
         active.increment()
         defer { active.decrement() }
         // The middleware's order: the deadline around all the database work, the stream-safety check, the token.
         let found: (RenderedHistories.Answer, AuthenticatedToken)? = try? await Deadline.forRequest {
-            guard StreamSafeRequestMiddleware<LedgerRequestContext>.refusal(of: request) == nil,
-                let key = try? OrderRoutes.historyPage(orderId: orderId, QueryParameters(request)),
-                let secret = try? RequireScope.bearerSecret(of: request), secret.utf8.count <= RequireScope.longestSecret,
+            guard StreamSafeRequestMiddleware<LedgerRequestContext>.refusal(of: head) == nil,
+                let key = try? OrderRoutes.historyPage(orderId: orderId, query == nil ? .none : QueryParameters(URI(target))),
+                let secret = try? RequireScope.bearerSecret(of: head.headerFields), secret.utf8.count <= RequireScope.longestSecret,
                 let authenticated = try await tokens.authenticate(secret: secret),
                 authenticated.token.scopes.contains(.eventsRead)
             else { return nil }
             let answer = try await TokenConfirmation.$current.withValue(authenticated.confirmation) {
-                try await histories.answer(to: key, holding: request.headers[.ifNoneMatch], on: ledger)
+                try await histories.answer(to: key, holding: head.headerFields[.ifNoneMatch], on: ledger)
             }
             guard let answer else { return nil }
             try await authenticated.confirmation?.confirmIfPending()
@@ -84,7 +88,7 @@ public final class HistoryLane: Sendable {
         }
         guard case let (answer, token)? = found else { return nil }
 
-        let requestId = RequestLogMiddleware.requestId(request)
+        let requestId = RequestLogMiddleware.requestId(head.headerFields)
         var fields: HTTPFields = [:]
         let (status, body): (HTTPResponse.Status, ByteBuffer?)
         switch answer {
@@ -102,7 +106,9 @@ public final class HistoryLane: Sendable {
         fields[.date] = HTTPDate.now
         if let serverName { fields[.server] = serverName }
         metrics.answered(Self.route, head.method, status, since: started)
-        RequestLogMiddleware.log(request, status, since: started, requestId: requestId, actor: token.name, to: logger)
+        RequestLogMiddleware.log(
+            head.method, String(target[..<(query ?? target.endIndex)]), status, since: started, requestId: requestId,
+            actor: token.name, to: logger)
         answered.add(1, ordering: .relaxed)
         return Answer(head: HTTPResponse(status: status, headerFields: fields), body: body)
     }

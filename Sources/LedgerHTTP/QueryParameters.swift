@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import LedgerCore
 import LedgerPostgres
 
@@ -13,9 +14,21 @@ struct QueryParameters {
     let repeated: Set<String>
 
     init(_ request: Request) {
+        self.init(request.uri)
+    }
+
+    /// A target without a query.
+    static let none = QueryParameters(values: [:], repeated: [])
+
+    private init(values: [String: String], repeated: Set<String>) {
+        self.values = values
+        self.repeated = repeated
+    }
+
+    init(_ uri: URI) {
         var values: [String: String] = [:]
         var repeated: Set<String> = []
-        for (name, value) in request.uri.queryParameters {
+        for (name, value) in uri.queryParameters {
             if values.updateValue(String(value), forKey: String(name)) != nil { repeated.insert(String(name)) }
         }
         self.values = values

@@ -11,28 +11,30 @@ struct RequestLogMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.requestId = Self.requestId(request)
+        context.requestId = Self.requestId(request.headers)
         let started = ContinuousClock.now
         var response = try await next(request, context)
         response.headers[.requestId] = context.requestId
-        Self.log(request, response.status, since: started, requestId: context.requestId, actor: context.token?.name, to: context.logger)
+        Self.log(
+            request.method, request.uri.path, response.status, since: started, requestId: context.requestId,
+            actor: context.token?.name, to: context.logger)
         return response
     }
 }
 
 extension RequestLogMiddleware {
     /// The request's own `X-Request-Id` (1–128 bytes), else a new one.
-    static func requestId(_ request: Request) -> String {
-        request.headers[.requestId].flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil } ?? newRequestId()
+    static func requestId(_ headers: HTTPFields) -> String {
+        headers[.requestId].flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil } ?? newRequestId()
     }
 
     /// The request's line: method, path, status, milliseconds since `started`, request id and actor.
     static func log(
-        _ request: Request, _ status: HTTPResponse.Status, since started: ContinuousClock.Instant, requestId: String,
-        actor: String?, to logger: Logger
+        _ method: HTTPRequest.Method, _ path: @autoclosure () -> String, _ status: HTTPResponse.Status,
+        since started: ContinuousClock.Instant, requestId: String, actor: String?, to logger: Logger
     ) {
         logger.info(
-            "\(request.method) \(request.uri.path) \(status.code) \(String(format: "%.1f", milliseconds(since: started)))ms",
+            "\(method) \(path()) \(status.code) \(String(format: "%.1f", milliseconds(since: started)))ms",
             metadata: ["request_id": "\(requestId)", "actor": "\(actor ?? "-")"])
     }
 

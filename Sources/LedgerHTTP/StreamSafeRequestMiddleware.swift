@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import LedgerCore
 
@@ -11,22 +12,22 @@ import LedgerCore
 /// connections). A first version read each header as a `String` through an unspecialised scan, and cost 8 µs.
 struct StreamSafeRequestMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let refusal = Self.refusal(of: request) { throw refusal }
+        if let refusal = Self.refusal(of: request.head) { throw refusal }
         return try await next(request, context)
     }
 
     /// The 400 for a request line or header value that is not stream-safe; nil when all are.
-    static func refusal(of request: Request) -> APIError? {
+    static func refusal(of request: HTTPRequest) -> APIError? {
         // As sent and as decoded: the router and the query's parser decode `%CC%81` to a combining mark. A target
         // without `%` (most) is decoded already: no copy on the hot paths.
-        let target = request.uri.string.utf8
+        let target = (request.path ?? "").utf8
         guard StreamSafeText.isStreamSafe(utf8: target),
             !target.contains(UInt8(ascii: "%")) || StreamSafeText.isStreamSafe(utf8: Self.percentDecoded(target))
         else {
             return APIError.invalidRequest(field: "path", "the request's path and query \(StreamSafeText.rule)")
         }
         // The bytes as received: `value` would make a String of each.
-        if let field = request.headers.first(where: { field in
+        if let field = request.headerFields.first(where: { field in
             !field.withUnsafeBytesOfValue { StreamSafeText.isStreamSafe(utf8: $0) }
         }) {
             let name = field.name.rawName

@@ -40,7 +40,7 @@ struct TokenRoutes {
             // The caller is authenticated again inside the rotation's own transaction (schema/015): a token revoked
             // since RequireScope admitted it, or a replaced secret, rotates nothing.
             let rotated = try await operations.rotateToken(
-                name: name, overlap: .seconds(overlap), asCaller: try RequireScope.bearerSecret(of: request))
+                name: name, overlap: .seconds(overlap), asCaller: try RequireScope.bearerSecret(of: request.headers))
             context.logger.notice("token rotated", metadata: ["token": "\(name)", "by": "\(context.actor)"])
             return JSONResponse.make(status: .ok, body: [
                 "name": .string(rotated.name), "secret": .string(rotated.secret),
