@@ -43,14 +43,14 @@ struct RequireScope: RouterMiddleware {
 
     /// The secret of the request's `Authorization: Bearer` header; a 401 without one.
     static func bearerSecret(of headers: HTTPFields) throws -> String {
-        // Cut at a byte offset: counting and cutting `Character`s walked the whole header on every request.
-        guard let header = headers[.authorization], header.utf8.count > 7,
-              case let secret = header.utf8.index(header.startIndex, offsetBy: 7),
-              header[..<secret].equalsIgnoringASCIICase("bearer ") else {
+        // Cut at a byte offset, on the bytes: counting and cutting `Character`s walked the whole header on every
+        // request, and a `String` cut at a byte offset looks for the character boundary.
+        guard let header = headers.value(of: .authorization), header.utf8.count > 7,
+              header.utf8.prefix(7).equalsIgnoringASCIICase("bearer ") else {
             throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
                            headers: [.wwwAuthenticate: "Bearer"])
         }
-        return String(header[secret...].trimmingOptionalWhitespace)
+        return String(Substring(header.utf8.dropFirst(7)).trimmingOptionalWhitespace)
     }
 
     /// Secrets are short ASCII; anything longer cannot be one of ours and is not worth a lookup.

@@ -31,7 +31,7 @@ enum EntityTags {
     /// `body` as a JSON answer with its tag, or a 304 when the request holds that tag already.
     static func answer(_ request: Request, body: ByteBuffer) -> Response {
         let tag = tag(of: body)
-        if matches(request.headers[.ifNoneMatch], tag) { return Response(status: .notModified, headers: [.eTag: tag]) }
+        if matches(request.headers.value(of: .ifNoneMatch), tag) { return Response(status: .notModified, headers: [.eTag: tag]) }
         return JSONResponse.make(status: .ok, bytes: body, headers: [.eTag: tag])
     }
 }

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 extension Substring {
     /// Without the spaces and tabs around it: HTTP's optional whitespace in a header value (RFC 9110 §5.6.3). By hand:
     /// Foundation's trim, with its character sets, cost more than the rest of a bearer token's check.
@@ -13,10 +15,28 @@ extension StringProtocol {
     /// Whether this is `lowercase` in any letter case (header names, schemes and media types are case-insensitive),
     /// compared byte by byte: `lowercased()` made a new string on every request.
     func equalsIgnoringASCIICase(_ lowercase: String) -> Bool {
-        utf8.count == lowercase.utf8.count
-            && zip(utf8, lowercase.utf8).allSatisfy { byte, expected in
+        utf8.equalsIgnoringASCIICase(lowercase)
+    }
+}
+
+extension Collection<UInt8> {
+    /// Whether these bytes are `lowercase` in any letter case.
+    func equalsIgnoringASCIICase(_ lowercase: String) -> Bool {
+        count == lowercase.utf8.count
+            && zip(self, lowercase.utf8).allSatisfy { byte, expected in
                 (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
             }
+    }
+}
+
+extension HTTPFields {
+    /// `self[name]` — the field's value, its values joined with ", " when it is given more than once — without the
+    /// generic join for a field given once, as nearly every one is: the join cost more than the rest of a bearer
+    /// token's check.
+    func value(of name: HTTPField.Name) -> String? {
+        guard let first = firstIndex(where: { $0.name == name }) else { return nil }
+        if self[index(after: first)...].contains(where: { $0.name == name }) { return self[name] }
+        return self[first].value
     }
 }
 

@@ -49,13 +49,15 @@ public final class HistoryLane: Sendable {
     /// valid order id written plainly (no percent escape: the router decodes those). Nil for every other request.
     static func orderId(of head: HTTPRequest) -> String? {
         guard head.method == .get, let target = head.path else { return nil }
-        let path = target.utf8.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let segments = path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        guard segments.count == 5, segments[0].isEmpty, segments[1].elementsEqual("v1".utf8),
-            segments[2].elementsEqual("orders".utf8), segments[4].elementsEqual("history".utf8),
-            !segments[3].contains(UInt8(ascii: "%"))
+        // Compared in place: splitting the path into arrays of segments cost 1 % of a read.
+        let path = target.utf8.prefix { $0 != UInt8(ascii: "?") }
+        let (before, after) = ("/v1/orders/".utf8, "/history".utf8)
+        guard path.count > before.count + after.count, path.starts(with: before),
+            path.suffix(after.count).elementsEqual(after)
         else { return nil }
-        let orderId = String(decoding: segments[3], as: UTF8.self)
+        let id = path.dropFirst(before.count).dropLast(after.count)
+        guard !id.contains(UInt8(ascii: "/")), !id.contains(UInt8(ascii: "%")) else { return nil }
+        let orderId = String(Substring(id))
         return Identifier.isValidOrderId(orderId) ? orderId : nil
     }
 
@@ -80,7 +82,7 @@ public final class HistoryLane: Sendable {
                 authenticated.token.scopes.contains(.eventsRead)
             else { return nil }
             let answer = try await TokenConfirmation.$current.withValue(authenticated.confirmation) {
-                try await histories.answer(to: key, holding: head.headerFields[.ifNoneMatch], on: ledger)
+                try await histories.answer(to: key, holding: head.headerFields.value(of: .ifNoneMatch), on: ledger)
             }
             guard let answer else { return nil }
             try await authenticated.confirmation?.confirmIfPending()

@@ -89,7 +89,7 @@ struct OrderRoutes {
     /// the following page (null on the last). `asOf` applies to every page alike.
     @Sendable func history(_ request: Request, context: Context) async throws -> Response {
         let key = try Self.historyPage(orderId: try context.pathId("orderId"), QueryParameters(request))
-        let held = request.headers[.ifNoneMatch]
+        let held = request.headers.value(of: .ifNoneMatch)
         let histories = self.histories
         return try await reads.serve(request) { ledger in
             switch try await histories.answer(to: key, holding: held, on: ledger) {

@@ -25,7 +25,7 @@ struct RequestLogMiddleware: RouterMiddleware {
 extension RequestLogMiddleware {
     /// The request's own `X-Request-Id` (1–128 bytes), else a new one.
     static func requestId(_ headers: HTTPFields) -> String {
-        headers[.requestId].flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil } ?? newRequestId()
+        headers.value(of: .requestId).flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil } ?? newRequestId()
     }
 
     /// The request's line: method, path, status, milliseconds since `started`, request id and actor.

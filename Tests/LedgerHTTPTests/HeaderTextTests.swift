@@ -1,3 +1,4 @@
+import HTTPTypes
 @testable import LedgerHTTP
 import Testing
 
@@ -22,5 +23,19 @@ struct HeaderTextTests {
         #expect(!"Basic  ".equalsIgnoringASCIICase("bearer "))
         // Only ASCII letters fold: "[" is "{" with bit 0x20 cleared, and must not match it.
         #expect(!"[".equalsIgnoringASCIICase("{"))
+    }
+
+    /// A field's value is what `HTTPFields` gives (`value(of:)`, read without its join): a field given twice is both
+    /// values joined, so two `Authorization` headers are never read as the first one's token.
+    @Test func aFieldGivenTwiceIsReadAsBothValuesJoined() throws {
+        var fields: HTTPFields = [.authorization: "Bearer first", .accept: "*/*"]
+        #expect(fields.value(of: .authorization) == "Bearer first" && fields.value(of: .ifNoneMatch) == nil)
+        fields.append(HTTPField(name: .authorization, value: "Bearer second"))
+        #expect(fields.value(of: .authorization) == "Bearer first, Bearer second")
+        #expect(fields.value(of: .authorization) == fields[.authorization])
+        #expect(try RequireScope.bearerSecret(of: fields) == "first, Bearer second")
+        #expect(try RequireScope.bearerSecret(of: [.authorization: "bearer \tsecret-1 "]) == "secret-1")
+        #expect(throws: APIError.self) { try RequireScope.bearerSecret(of: [.authorization: "Bearer "]) }
+        #expect(throws: APIError.self) { try RequireScope.bearerSecret(of: [.authorization: "Bearér secret"]) }
     }
 }
