@@ -17,20 +17,20 @@ struct QueryParameters {
         self.init(request.uri)
     }
 
-    /// A target without a query.
-    static let none = QueryParameters(values: [:], repeated: [])
-
-    private init(values: [String: String], repeated: Set<String>) {
-        self.values = values
-        self.repeated = repeated
-    }
-
     init(_ uri: URI) {
         var values: [String: String] = [:]
         var repeated: Set<String> = []
         for (name, value) in uri.queryParameters {
             if values.updateValue(String(value), forKey: String(name)) != nil { repeated.insert(String(name)) }
         }
+        self.values = values
+        self.repeated = repeated
+    }
+
+    /// A target without a query: the history lane's reads, nearly all of them, parse no `URI` for it.
+    static let none = QueryParameters(values: [:], repeated: [])
+
+    private init(values: [String: String], repeated: Set<String>) {
         self.values = values
         self.repeated = repeated
     }
