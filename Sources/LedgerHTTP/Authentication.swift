@@ -43,9 +43,14 @@ struct RequireScope: RouterMiddleware {
 
     /// The secret of the request's `Authorization: Bearer` header; a 401 without one.
     static func bearerSecret(of headers: HTTPFields) throws -> String {
+        try bearerSecret(authorization: headers.value(of: .authorization))
+    }
+
+    /// The secret of an `Authorization` value (`Bearer <token>`); a 401 without one.
+    static func bearerSecret(authorization header: String?) throws -> String {
         // Cut at a byte offset, on the bytes: counting and cutting `Character`s walked the whole header on every
         // request, and a `String` cut at a byte offset looks for the character boundary.
-        guard let header = headers.value(of: .authorization), header.utf8.count > 7,
+        guard let header, header.utf8.count > 7,
               header.utf8.prefix(7).equalsIgnoringASCIICase("bearer ") else {
             throw APIError(.unauthorized, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)",
                            headers: [.wwwAuthenticate: "Bearer"])

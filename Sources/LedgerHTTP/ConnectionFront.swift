@@ -1,9 +1,7 @@
-import HTTPTypes
 import LedgerPostgres
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
 
 /// The front of each connection's pipeline, right after the HTTP/1 parser, where every request and answer of the
 /// connection passes: it keeps the connection's idle timeout and graceful shutdown (`ConnectionIdleState`), and it is
@@ -31,8 +29,8 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     private enum State {
         /// Parts pass to the router.
         case passing
-        /// The lane took this request's head (as parsed, and in HTTP types) and waits for its end.
-        case holding(HTTPRequestHead, HTTPRequest, orderId: String)
+        /// The lane took this request's head and waits for its end.
+        case holding(HTTPRequestHead, orderId: String)
         /// The lane is answering; what arrives meanwhile waits in `waiting`.
         case answering
     }
@@ -47,6 +45,9 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     private var waiting: [Arrival] = []
     /// The channel asked for more bytes while the lane was answering: asked for once it has.
     private var readPending = false
+    /// A part or error was passed on since the last read-complete passed on: the handlers after this one need the
+    /// next read-complete only then (the async channel hands what it got to the router on it).
+    private var passedSinceReadComplete = false
 
     init(idleTimeout: TimeAmount?, lane: HistoryLane?, logger: Logger) {
         self.idle = ConnectionIdleState(idleTimeout: idleTimeout)
@@ -74,51 +75,57 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
         if isAnswering {
             waiting.append(.error(error))
         } else {
+            passedSinceReadComplete = true
             context.fireErrorCaught(error)
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        passReadComplete(context: context)
+    }
+
+    private func passReadComplete(context: ChannelHandlerContext) {
+        guard passedSinceReadComplete else { return }
+        passedSinceReadComplete = false
+        context.fireChannelReadComplete()
+    }
+
+    private func pass(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        passedSinceReadComplete = true
+        context.fireChannelRead(wrapInboundOut(part))
     }
 
     private func take(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch (state, part) {
         case (.passing, .head(let head)):
-            if routed == 0, lane != nil, let (request, orderId) = Self.laneRequest(head) {
-                state = .holding(head, request, orderId: orderId)
+            if routed == 0, lane != nil, head.version == .http1_1, head.isKeepAlive, let orderId = HistoryLane.orderId(of: head) {
+                state = .holding(head, orderId: orderId)
             } else {
                 route(part, context: context)
             }
-        case (.holding(let head, let request, let orderId), .end):
-            answer(head, request, orderId: orderId, context: context)
-        case (.holding(let head, _, _), _):
+        case (.holding(let head, let orderId), .end):
+            answer(head, orderId: orderId, context: context)
+        case (.holding(let head, _), _):
             // A GET with a body is the router's.
             state = .passing
             route(.head(head), context: context)
-            context.fireChannelRead(wrapInboundOut(part))
+            pass(part, context: context)
         default:
-            context.fireChannelRead(wrapInboundOut(part))
+            pass(part, context: context)
         }
-    }
-
-    /// `head` in HTTP types and the order it asks the history of, when the lane may answer it: an HTTP/1.1 GET that
-    /// keeps its connection, of the route's path (`HistoryLane.orderId`). Nil for every other request.
-    private static func laneRequest(_ head: HTTPRequestHead) -> (HTTPRequest, orderId: String)? {
-        guard head.method == .GET, head.version == .http1_1, head.uri.hasPrefix("/v1/orders/"), head.isKeepAlive,
-            let request = try? HTTPRequest(head, secure: false, splitCookie: false),
-            let orderId = HistoryLane.orderId(of: request)
-        else { return nil }
-        return (request, orderId)
     }
 
     private func route(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         if case .head = part { routed += 1 }
-        context.fireChannelRead(wrapInboundOut(part))
+        pass(part, context: context)
     }
 
-    private func answer(_ head: HTTPRequestHead, _ request: HTTPRequest, orderId: String, context: ChannelHandlerContext) {
+    private func answer(_ head: HTTPRequestHead, orderId: String, context: ChannelHandlerContext) {
         state = .answering
         let (lane, logger, loop) = (self.lane, self.logger, context.eventLoop)
         let handler = NIOLoopBound((self, context), eventLoop: loop)
         Task(executorPreference: EventLoopExecutor(loop)) {
-            let answer = await lane?.answer(request, orderId: orderId, logger: logger)
+            let answer = await lane?.answer(head, orderId: orderId, logger: logger)
             let finish: @Sendable () -> Void = {
                 let (handler, context) = handler.value
                 handler.finish(head, answer, context: context)
@@ -136,20 +143,20 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if let answer {
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(answer.head))), promise: nil)
+            context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
             if let body = answer.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
             endAnswer(wrapOutboundOut(.end(nil)), promise: nil, flush: true, context: context)
         } else {
             route(.head(head), context: context)
-            context.fireChannelRead(wrapInboundOut(.end(nil)))
+            pass(.end(nil), context: context)
         }
         while !isAnswering, !waiting.isEmpty {
             switch waiting.removeFirst() {
             case .part(let part): take(part, context: context)
-            case .error(let error): context.fireErrorCaught(error)
+            case .error(let error): errorCaught(context: context, error: error)
             }
         }
-        context.fireChannelReadComplete()
+        passReadComplete(context: context)
         if !isAnswering, readPending {
             readPending = false
             context.read()

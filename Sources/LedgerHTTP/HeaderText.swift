@@ -1,4 +1,5 @@
 import HTTPTypes
+import NIOHTTP1
 
 extension Substring {
     /// Without the spaces and tabs around it: HTTP's optional whitespace in a header value (RFC 9110 §5.6.3). By hand:
@@ -37,6 +38,18 @@ extension HTTPFields {
         guard let first = firstIndex(where: { $0.name == name }) else { return nil }
         if self[index(after: first)...].contains(where: { $0.name == name }) { return self[name] }
         return self[first].value
+    }
+}
+
+extension HTTPHeaders {
+    /// The value of the field named `lowercase` (in any case) as `HTTPFields.value(of:)` reads it: its values joined
+    /// with ", " when it is given more than once. For the headers as NIO's parser gave them (`HistoryLane`).
+    func value(of lowercase: String) -> String? {
+        var found: String?
+        for (name, value) in self where name.equalsIgnoringASCIICase(lowercase) {
+            found = found.map { "\($0), \(value)" } ?? value
+        }
+        return found
     }
 }
 

@@ -25,7 +25,12 @@ struct RequestLogMiddleware: RouterMiddleware {
 extension RequestLogMiddleware {
     /// The request's own `X-Request-Id` (1–128 bytes), else a new one.
     static func requestId(_ headers: HTTPFields) -> String {
-        headers.value(of: .requestId).flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil } ?? newRequestId()
+        requestId(given: headers.value(of: .requestId))
+    }
+
+    /// The request id `given` in `X-Request-Id` when it is 1–128 bytes, else a new one.
+    static func requestId(given: String?) -> String {
+        given.flatMap { $0.utf8.count <= 128 && !$0.isEmpty ? $0 : nil } ?? newRequestId()
     }
 
     /// The request's line: method, path, status, milliseconds since `started`, request id and actor.

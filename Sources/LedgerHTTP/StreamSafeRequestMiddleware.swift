@@ -18,20 +18,26 @@ struct StreamSafeRequestMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// The 400 for a request line or header value that is not stream-safe; nil when all are.
     static func refusal(of request: HTTPRequest) -> APIError? {
-        // As sent and as decoded: the router and the query's parser decode `%CC%81` to a combining mark. A target
-        // without `%` (most) is decoded already: no copy on the hot paths.
-        let target = (request.path ?? "").utf8
-        guard StreamSafeText.isStreamSafe(utf8: target),
-            !target.contains(UInt8(ascii: "%")) || StreamSafeText.isStreamSafe(utf8: Self.percentDecoded(target))
-        else {
-            return APIError.invalidRequest(field: "path", "the request's path and query \(StreamSafeText.rule)")
-        }
+        if let refusal = refusal(ofTarget: request.path ?? "") { return refusal }
         // The bytes as received: `value` would make a String of each.
         if let field = request.headerFields.first(where: { field in
             !field.withUnsafeBytesOfValue { StreamSafeText.isStreamSafe(utf8: $0) }
         }) {
             let name = field.name.rawName
             return APIError.invalidRequest(field: name, "the \(name) header \(StreamSafeText.rule)")
+        }
+        return nil
+    }
+
+    /// The 400 for a request's path and query (its target) that is not stream-safe; nil when it is.
+    static func refusal(ofTarget target: String) -> APIError? {
+        // As sent and as decoded: the router and the query's parser decode `%CC%81` to a combining mark. A target
+        // without `%` (most) is decoded already: no copy on the hot paths.
+        let target = target.utf8
+        guard StreamSafeText.isStreamSafe(utf8: target),
+            !target.contains(UInt8(ascii: "%")) || StreamSafeText.isStreamSafe(utf8: Self.percentDecoded(target))
+        else {
+            return APIError.invalidRequest(field: "path", "the request's path and query \(StreamSafeText.rule)")
         }
         return nil
     }

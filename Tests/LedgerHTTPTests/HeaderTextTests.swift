@@ -1,5 +1,7 @@
 import HTTPTypes
 @testable import LedgerHTTP
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import Testing
 
 /// Header values are compared as HTTP says: media types and the auth scheme in any letter case, a media type whatever
@@ -37,5 +39,17 @@ struct HeaderTextTests {
         #expect(try RequireScope.bearerSecret(of: [.authorization: "bearer \tsecret-1 "]) == "secret-1")
         #expect(throws: APIError.self) { try RequireScope.bearerSecret(of: [.authorization: "Bearer "]) }
         #expect(throws: APIError.self) { try RequireScope.bearerSecret(of: [.authorization: "Bearér secret"]) }
+    }
+
+    /// The headers as NIO's parser gives them (the history lane reads those) are read as `HTTPFields` reads them: the
+    /// name in any case, a field given twice as both values joined.
+    @Test func theParsersHeadersAreReadAsHTTPFieldsReadsThem() {
+        var headers = HTTPHeaders([("authorization", "Bearer first"), ("Accept", "*/*")])
+        var fields = HTTPFields(headers, splitCookie: false)
+        #expect(headers.value(of: "authorization") == "Bearer first" && headers.value(of: "if-none-match") == nil)
+        headers.add(name: "AUTHORIZATION", value: "Bearer second")
+        fields = HTTPFields(headers, splitCookie: false)
+        #expect(headers.value(of: "authorization") == "Bearer first, Bearer second")
+        #expect(headers.value(of: "authorization") == fields.value(of: .authorization))
     }
 }

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import LedgerCore
 @testable import LedgerHTTP
 import LedgerTestSupport
+import NIOHTTP1
 import Testing
 
 /// `GET /v1/orders/{orderId}/history` of a page rendered before is answered in the connection's pipeline
@@ -91,6 +92,44 @@ struct HistoryLaneTests {
                 .filter { $0.last == " " && $0.dropLast().allSatisfy(\.isNumber) }.map { $0.dropLast() }
             #expect(statuses == ["200", "400"], "\(answer.text)")
             #expect(answer.text.contains("invalid_request"), "\(answer.text)")
+            #expect(lane.answered.load(ordering: .relaxed) == 1)
+        }
+    }
+
+    static let headerCases: [(fields: [(String, String)], taken: Bool)] = [
+        ([("Host", "x"), ("Authorization", "Bearer abc"), ("If-None-Match", "\"v6\""), ("User-Agent", "wrk 4.2\t(x)")], true),
+        ([("Host", "x"), ("X-Note", "café")], false),
+        ([("Host", "x"), ("X-Note", " a")], false),
+        ([("Host", "x"), ("X-Note", "a ")], false),
+        ([("Host", "x"), ("X-Note", "a\t")], false),
+        ([("Host", "x"), ("X-Note", "a\u{01}b")], false),
+        ([("Host", "x"), ("X-Note", "a\u{7F}")], false),
+        ([("Host", "x"), ("X Note", "a")], false),
+        ([("Host", "x"), ("", "a")], false),
+    ]
+
+    /// The lane reads the headers as the parser gave them, so it takes only a request whose every header the router
+    /// (in HTTP types) reads the same: a token for a name, visible ASCII for a value, spaces or tabs only inside it.
+    /// Anything else — a value `HTTPFields` would legalise, a byte that is not ASCII — is the router's.
+    @Test(arguments: headerCases)
+    func theLaneTakesOnlyHeadersTheRouterReadsAsParsed(fields: [(String, String)], taken: Bool) {
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/v1/orders/order-1/history", headers: HTTPHeaders(fields))
+        #expect(HistoryLane.readAsParsed(head.headers) == taken)
+        #expect((HistoryLane.orderId(of: head) != nil) == taken)
+    }
+
+    /// A read whose header is not plain ASCII is answered by the router, the same answer.
+    @Test func aReadWithAHeaderNotPlainASCIIIsTheRouters() async throws {
+        try await API.run(overTCP: true) { api in
+            let lane = try #require(api.lane)
+            #expect(try await api.post("order-1", Lifecycle().created).status == .created)
+            let uri = "/v1/orders/order-1/history"
+            let routed = try await api.get(uri, token: "reader")
+            let note = try #require(HTTPField.Name("X-Note"))
+            let accented = try await api.request(.get, uri, token: "reader", headers: [note: "café"])
+            #expect(accented.status == .ok && accented.bodyText == routed.bodyText)
+            #expect(lane.answered.load(ordering: .relaxed) == 0)
+            #expect(try await api.request(.get, uri, token: "reader", headers: [note: "cafe"]).bodyText == routed.bodyText)
             #expect(lane.answered.load(ordering: .relaxed) == 1)
         }
     }
