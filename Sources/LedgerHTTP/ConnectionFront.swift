@@ -18,8 +18,11 @@ import NIOHTTP1
 ///
 /// Answers leave in the order their requests came (HTTP/1.1 pipelining): the lane takes a request only when the
 /// router owes no answer on the connection, and while it answers one, whatever else arrives waits here, in order —
-/// a part the parser could not read too, so that its 400 (`UnreadableRequestResponder`) follows the lane's answer —
-/// and no more is read from the socket.
+/// a part the parser could not read too, so that its 400 (`UnreadableRequestResponder`) follows the lane's answer,
+/// and the end of the input —
+/// and once something waits, no more is read from the socket until the answer is written. Until then the socket
+/// stays read: a client that waits for its answer, as nearly every one does, sends nothing meanwhile, and holding the
+/// read made NIO drop the socket's read interest and take it again (two `epoll_ctl` calls) on every lane answer.
 final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -43,7 +46,7 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     /// Requests passed to the router whose answers have not ended yet.
     private var routed = 0
     private var waiting: [Arrival] = []
-    /// The channel asked for more bytes while the lane was answering: asked for once it has.
+    /// The channel asked for more bytes while the lane was answering with something waiting: asked for once it has.
     private var readPending = false
     /// A part or error was passed on since the last read-complete passed on: the handlers after this one need the
     /// next read-complete only then (the async channel hands what it got to the router on it).
@@ -59,6 +62,9 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     private enum Arrival {
         case part(HTTPServerRequestPart)
         case error(any Error)
+        /// An inbound event: the end of the input, from a client that half-closes after its request, must reach the
+        /// router after the lane's answer, or the router would end the connection before that answer is written.
+        case event(Any)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -154,6 +160,7 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
             switch waiting.removeFirst() {
             case .part(let part): take(part, context: context)
             case .error(let error): errorCaught(context: context, error: error)
+            case .event(let event): userInboundEventTriggered(context: context, event: event)
             }
         }
         passReadComplete(context: context)
@@ -168,7 +175,7 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if isAnswering {
+        if isAnswering, !waiting.isEmpty {
             readPending = true
         } else {
             context.read()
@@ -220,7 +227,7 @@ final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         guard event is ChannelShouldQuiesceEvent else {
-            context.fireUserInboundEventTriggered(event)
+            if isAnswering { waiting.append(.event(event)) } else { context.fireUserInboundEventTriggered(event) }
             return
         }
         if idle.quiesce() { context.close(promise: nil) }

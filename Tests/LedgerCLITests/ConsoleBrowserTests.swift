@@ -242,7 +242,10 @@ struct ConsoleBrowserTests {
 
         // Revenue over 30 days with sales on the last: every day on the axis, the empty ones too; a money axis;
         // each day's numbers on hover; net and refunded told apart.
-        let days = (0..<30).reversed().map { String(RFC3339.format(Date().addingTimeInterval(-Double($0) * 86_400)).prefix(10)) }
+        // Days counted from the scenario's sales, not from now: the walk takes minutes, and one that ran over midnight
+        // (UTC) looked for the sales on the next day.
+        let sold = scenario.normalQueuedAt
+        let days = (0..<30).reversed().map { String(RFC3339.format(sold.addingTimeInterval(-Double($0) * 86_400)).prefix(10)) }
         try await browser.open(console + "#/revenue?from=\(days[0])&to=\(days[29])&timezone=UTC&currency=USD")
         try await browser.waitUntil("document.querySelector('#revenue-chart .day')?.dataset.day === '\(days[0])'")
         #expect(try await browser.run("return [...document.querySelectorAll('#revenue-chart .day')].map(d => d.dataset.day)")
@@ -273,7 +276,7 @@ struct ConsoleBrowserTests {
         #expect(try await browser.run("return document.getElementById('currency').value") == "USD")
         #expect(try await browser.run("return [...document.getElementById('currency').options].map(o => o.value)") == ["USD", "JPY"])
         // Over two years, no label is printed over another: days and months each in a row of their own, thinned.
-        let twoYearsAgo = String(RFC3339.format(Date().addingTimeInterval(-730 * 86_400)).prefix(10))
+        let twoYearsAgo = String(RFC3339.format(sold.addingTimeInterval(-730 * 86_400)).prefix(10))
         try await browser.open(console + "#/revenue?from=\(twoYearsAgo)&to=\(days[29])&timezone=UTC&currency=USD")
         try await browser.waitUntil("document.querySelector('#revenue-chart .day')?.dataset.day === '\(twoYearsAgo)'")
         let labels = try await browser.run("""
@@ -291,7 +294,7 @@ struct ConsoleBrowserTests {
         #expect(try await browser.run("return document.getElementById('problem')") == .null, "the page is not replaced")
 
         // Revenue: the page's totals are the API's.
-        let today = String(RFC3339.format(Date()).prefix(10))
+        let today = days[29]
         try await browser.open(console + "#/revenue?from=\(today)&to=\(today)&timezone=UTC&currency=USD")
         try await browser.waitUntil("document.querySelectorAll('#revenue-chart .day').length === 1")
         let report = try await server.get("/v1/reports/revenue?from=\(today)&to=\(today)&groupBy=currency&timezone=UTC", token: secret)

@@ -134,6 +134,25 @@ struct HistoryLaneTests {
         }
     }
 
+    /// A client that shuts its side down right after its request still gets the lane's answer: the end of the input,
+    /// read while the lane answers, reaches the router (which then ends the connection) only after the answer.
+    @Test func aClientThatHalfClosesAfterItsReadGetsTheLanesAnswer() async throws {
+        try await API.run(overTCP: true) { api in
+            let lane = try #require(api.lane)
+            #expect(try await api.post("order-1", Lifecycle().created).status == .created)
+            let rendered = try await api.get("/v1/orders/order-1/history", token: "reader")
+            let port = try #require(api.client.port)
+            let read = "GET /v1/orders/order-1/history HTTP/1.1\r\nHost: x\r\n"
+                + "Authorization: Bearer \(try #require(api.secrets["reader"]))\r\n\r\n"
+            for round in 1...3 {
+                let answer = try await blocking { try RawHTTP.exchange(port: port, Array(read.utf8), halfClose: true) }
+                #expect(answer.statusLine == "HTTP/1.1 200 OK", "\(answer.text)")
+                #expect(answer.body == rendered.bodyText)
+                #expect(lane.answered.load(ordering: .relaxed) == round)
+            }
+        }
+    }
+
     /// The lane's `Date` header is RFC 9110's IMF-fixdate, as Hummingbird's (its own example, and a day of one digit).
     @Test func theDateHeaderIsAnIMFFixdate() {
         #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")

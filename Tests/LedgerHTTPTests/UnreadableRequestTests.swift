@@ -75,7 +75,8 @@ enum RawHTTP {
 
     struct SocketError: Error { let call: String; let code: Int32 }
 
-    static func exchange(port: Int, _ bytes: [UInt8]) throws -> Answer {
+    /// `halfClose`: the client shuts its side down once the bytes are sent, as some do after their last request.
+    static func exchange(port: Int, _ bytes: [UInt8], halfClose: Bool = false) throws -> Answer {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SocketError(call: "socket", code: errno) }
         defer { close(fd) }
@@ -90,6 +91,7 @@ enum RawHTTP {
         }
         guard connected == 0 else { throw SocketError(call: "connect", code: errno) }
         guard send(fd, bytes, bytes.count, 0) == bytes.count else { throw SocketError(call: "send", code: errno) }
+        if halfClose { shutdown(fd, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
