@@ -17,12 +17,12 @@ import NIOHTTP1
 /// after the answer.
 ///
 /// Answers leave in the order their requests came (HTTP/1.1 pipelining): the lane takes a request only when the
-/// router owes no answer on the connection, and while it answers one, whatever else arrives waits here, in order —
-/// a part the parser could not read too, so that its 400 (`UnreadableRequestResponder`) follows the lane's answer,
-/// and the end of the input —
-/// and once something waits, no more is read from the socket until the answer is written. Until then the socket
-/// stays read: a client that waits for its answer, as nearly every one does, sends nothing meanwhile, and holding the
-/// read made NIO drop the socket's read interest and take it again (two `epoll_ctl` calls) on every lane answer.
+/// router owes no answer on the connection, and while it answers one, whatever else arrives waits here, in order: a
+/// part the parser could not read too, so that its 400 (`UnreadableRequestResponder`) follows the lane's answer, and
+/// the end of the input. Once something waits, no more is read from the socket until the answer is written. Until
+/// then the socket stays read: a client that waits for its answer, as nearly every one does, sends nothing meanwhile,
+/// and holding the read made NIO drop the socket's read interest and take it again (two `epoll_ctl` calls) on every
+/// lane answer.
 final class ConnectionFront: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart

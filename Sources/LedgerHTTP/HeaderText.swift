@@ -42,11 +42,11 @@ extension HTTPFields {
 }
 
 extension HTTPHeaders {
-    /// The value of the field named `lowercase` (in any case) as `HTTPFields.value(of:)` reads it: its values joined
-    /// with ", " when it is given more than once. For the headers as NIO's parser gave them (`HistoryLane`).
-    func value(of lowercase: String) -> String? {
+    /// The field's value as `HTTPFields.value(of:)` reads it — the name in any case, the values joined with ", " when
+    /// it is given more than once — for the headers as NIO's parser gave them (`HistoryLane`).
+    func value(of field: HTTPField.Name) -> String? {
         var found: String?
-        for (name, value) in self where name.equalsIgnoringASCIICase(lowercase) {
+        for (name, value) in self where name.equalsIgnoringASCIICase(field.canonicalName) {
             found = found.map { "\($0), \(value)" } ?? value
         }
         return found
