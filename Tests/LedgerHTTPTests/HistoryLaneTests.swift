@@ -4,7 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerCore
 @testable import LedgerHTTP
+@testable import LedgerPostgres
 import LedgerTestSupport
+import Logging
+import NIOCore
+import NIOEmbedded
 import NIOHTTP1
 import Testing
 
@@ -153,6 +157,59 @@ struct HistoryLaneTests {
         }
     }
 
+    /// Once a request waits behind an answer the lane is still working on, the front reads no more from the socket
+    /// until that answer is written, so what a pipelining client sends stays bounded; with nothing waiting, the socket
+    /// stays read. Driven through the front itself, with the `read`s it passes toward the socket counted, while another
+    /// session's lock on `streams` holds the lane's version statement.
+    @Test func theFrontReadsNoMoreOnceARequestWaitsBehindALaneAnswer() async throws {
+        try await API.run(overTCP: true) { api in
+            let lane = try #require(api.lane)
+            #expect(try await api.post("order-1", Lifecycle().created).status == .created)
+            #expect(try await api.get("/v1/orders/order-1/history", token: "reader").status == .ok)
+            let reads = ReadsPassed()
+            let channel = NIOAsyncTestingChannel()
+            try await channel.pipeline.addHandlers([reads, ConnectionFront(idleTimeout: nil, lane: lane, logger: Logger(label: "test"))])
+            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8080))
+            let loop = channel.testingEventLoop
+            func readsPassed() async throws -> Int { try await loop.executeInContext { reads.count } }
+
+            let (locked, released) = (Gate(), Gate())
+            let holder = Task {
+                defer { locked.open() }
+                try await api.tokens.client.withTransaction(logger: Logger(label: "test")) { connection in
+                    try await connection.query("LOCK TABLE streams IN ACCESS EXCLUSIVE MODE", logger: Logger(label: "test"))
+                    locked.open()
+                    await released.wait()
+                }
+            }
+            defer { released.open() }
+            await locked.wait()
+            let head = HTTPRequestHead(
+                version: .http1_1, method: .GET, uri: "/v1/orders/order-1/history",
+                headers: ["Host": "x", "Authorization": "Bearer \(try #require(api.secrets["reader"]))"])
+            try await channel.writeInbound(HTTPServerRequestPart.head(head))
+            try await channel.writeInbound(HTTPServerRequestPart.end(nil))
+            channel.read()
+            #expect(try await readsPassed() == 1, "the lane answers and nothing waits: the socket stays read")
+            try await channel.writeInbound(HTTPServerRequestPart.head(head))
+            channel.read()
+            channel.read()
+            #expect(try await readsPassed() == 1, "a request waits behind the answer: no more is read")
+
+            released.open()
+            try await holder.value
+            guard case .head(let answer) = try await channel.waitForOutboundWrite(as: HTTPServerResponsePart.self) else {
+                Issue.record("the lane's answer begins with its head")
+                return
+            }
+            #expect(answer.status == .ok)
+            #expect(lane.answered.load(ordering: .relaxed) == 1)
+            // The answer's body and end are written in the same turn of the loop as the read asked for meanwhile.
+            #expect(try await readsPassed() == 2, "the answer is written: the read held is asked for, once")
+            _ = try? await channel.finish()
+        }
+    }
+
     /// The lane's `Date` header is RFC 9110's IMF-fixdate, as Hummingbird's (its own example, and a day of one digit).
     @Test func theDateHeaderIsAnIMFFixdate() {
         #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
@@ -170,5 +227,16 @@ struct HistoryLaneTests {
         let text = try await api.get("/metrics", token: nil).bodyText
         guard let line = text.components(separatedBy: "\n").first(where: { $0.hasPrefix(label) }) else { return 0 }
         return Int(Double(line.dropFirst(label.count)) ?? 0)
+    }
+}
+
+/// Counts the `read`s that pass it toward the socket (its state is the channel's loop's).
+private final class ReadsPassed: ChannelOutboundHandler, @unchecked Sendable {
+    typealias OutboundIn = Any
+    var count = 0
+
+    func read(context: ChannelHandlerContext) {
+        count += 1
+        context.read()
     }
 }
