@@ -24,9 +24,14 @@ extension GroupedWrite {
         case notWritten
     }
 
-    /// A group of at most 64 appends, one per stream.
+    /// A group of at most 64 appends, one per stream. Its leader gathers under load (`StatementGroup`): a group's
+    /// statement and commit cost PostgreSQL ~640 µs and `serve` ~520 µs whatever its size, where each append in it
+    /// costs ~135 and ~260 (BENCHMARKS.md, stop 59). It gathers at most as long as the last group's write took, and
+    /// never more than 5 ms: a write that waited on a stream's lock says nothing of the load.
     static func group() -> AppendGroup<Projection> {
-        AppendGroup(largest: 64, key: \.streamId) { if case .written = $0 { true } else { false } }
+        AppendGroup(largest: 64, key: \.streamId, gatherAtMost: { min($0, .milliseconds(5)) }) {
+            if case .written = $0 { true } else { false }
+        }
     }
 
     /// Writes `group` on a session of `pool` (what a group's leader runs).
