@@ -9,8 +9,10 @@ import Testing
 /// time) was answered 503 "the database cannot be reached"; a malformed chunk was a 500.
 @Suite("CLI: serve ends connections when told, and answers slow and broken bodies as documented")
 struct ConnectionEndTests {
-    /// The idle and body timeouts are far longer than any wait here: a connection closed within 10 s was closed by its answer.
-    static let arguments = ["--idle-timeout", "120", "--body-timeout", "60", "--database-deadline", "1"]
+    /// The idle and body timeouts are far longer than any wait here: a connection closed within 10 s was closed by its
+    /// answer. So is the database deadline: a busy machine's token check once took more than 1 s, and a 503 came where
+    /// the 413 was awaited.
+    static let arguments = ["--idle-timeout", "120", "--body-timeout", "60", "--database-deadline", "60"]
 
     @Test func anHTTP10RequestAndAnAnswerSayingCloseEndTheirConnectionOnceWritten() async throws {
         try await ConnectionTimeoutTests.withServer(Self.arguments) { server, token in
@@ -44,10 +46,40 @@ struct ConnectionEndTests {
         }
     }
 
+    /// An answer that leaves before its request's body was read (a 401 here, as a 403 or 503 would) ends the
+    /// connection when more than 256 KiB of the body, or a chunked rest, is still to come: it was held until the body
+    /// timeout (60 s) for a client that declared 100 MB and sent none. A smaller rest is read and the connection kept.
+    @Test func anAnswerBeforeALargeBodyEndsTheConnectionAndBeforeASmallOneKeepsIt() async throws {
+        try await ConnectionTimeoutTests.withServer(Self.arguments) { server, _ in
+            let post = "POST /v1/orders/o-1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+            let declared = try RawConnection(port: server.port)
+            #expect(declared.send(Array("\(post)Content-Length: 104857600\r\n\r\n".utf8)))
+            let unread = await blocking { declared.readAnswer(atMost: 10) }
+            #expect(unread.hasPrefix("HTTP/1.1 401"), "\(unread)")
+            #expect(unread.lowercased().contains("connection: close"), "\(unread)")
+            #expect(await blocking { declared.waitForClose(atMost: 10) }, "100 MB to come: the connection ends")
+
+            let chunked = try RawConnection(port: server.port)
+            #expect(chunked.send(Array("\(post)Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n".utf8)))
+            #expect(await blocking { chunked.readAnswer(atMost: 10) }.hasPrefix("HTTP/1.1 401"))
+            #expect(await blocking { chunked.waitForClose(atMost: 10) }, "a chunked rest of unknown size: the connection ends")
+
+            let small = try RawConnection(port: server.port)
+            #expect(small.send(Array("\(post)Content-Length: 1000\r\n\r\n".utf8) + Array(repeating: UInt8(ascii: " "), count: 10)))
+            let early = await blocking { small.readAnswer(atMost: 10) }
+            #expect(early.hasPrefix("HTTP/1.1 401"), "\(early)")
+            #expect(!early.lowercased().contains("connection: close"), "\(early)")
+            #expect(small.send(Array(repeating: UInt8(ascii: " "), count: 990) + Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
+                    "990 bytes to come: the connection is kept")
+            #expect(await blocking { small.readAnswer(atMost: 10) }.contains(" 200 "), "the next request on it is served")
+        }
+    }
+
     /// A body that takes longer than the database deadline (1 s) but arrives within its own time (60 s) is stored;
     /// the database's time starts when the body has arrived. A malformed chunk is the client's error, naming `body`.
     @Test func aSlowBodyWithinItsTimeIsStoredAndAMalformedChunkIsA400() async throws {
-        try await ConnectionTimeoutTests.withServer(Self.arguments) { server, token in
+        try await ConnectionTimeoutTests.withServer(["--idle-timeout", "120", "--body-timeout", "60", "--database-deadline", "1"]) { server, token in
             let body = Array(#"{"eventId":"0b5b36a4-55b0-4f4e-9d43-2b1e5c1a0001","type":"order.created","data":{"accountId":"a-1","productId":"gems","amount":{"value":499,"currency":"USD"},"provider":"app_store"}}"#.utf8)
             // Sent slowly, as a client retries it (same event: a replay when an earlier try was stored): a 503 is the
             // database missing its 1 s on a busy machine, which a try may meet — and whose commit may have happened
