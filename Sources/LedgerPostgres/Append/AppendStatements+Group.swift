@@ -112,7 +112,7 @@ extension AppendStatements {
     func writeGroup(_ writes: [GroupedWrite<Projection>], on connection: PostgresConnection)
         async throws -> [(events: [AppendedEvent], lastHash: [UInt8])?]
     {
-        let rows = try await connection.query(Self.groupWriteQuery(writes), preparedAs: GroupWriteShape.self, logger: logger)
+        let rows = try await connection.statement(Self.groupWriteQuery(writes), preparedAs: GroupWriteShape.self, logger: logger)
         var appended = [[AppendedEvent]](repeating: [], count: writes.count)
         for try await row in rows {
             let (n, eventId, version, position, _) = try row.decode((Int, UUID, Int, Int64, Bool).self)

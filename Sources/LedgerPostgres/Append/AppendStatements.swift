@@ -95,7 +95,7 @@ struct AppendStatements<Projection: StreamProjection> {
     func read(_ stream: StreamName, events: [NewEvent], claims: [String], on connection: PostgresConnection)
         async throws -> AppendSnapshot<Projection.Read>
     {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             Self.readQuery(stream.id, events: events, claims: claims), preparedAs: ReadShape.self, logger: logger)
         for try await row in rows {
             let columns = row.makeRandomAccess()
@@ -193,8 +193,8 @@ struct AppendStatements<Projection: StreamProjection> {
                                   recordedAt: snapshot.recordedAt)
         let query = Self.writeQuery(events, sealed: sealed, after: snapshot, projecting: written, queued: queued)
         let rows = try await (queued
-            ? connection.query(query, preparedAs: QueuedWriteShape.self, logger: logger)
-            : connection.query(query, preparedAs: WriteShape.self, logger: logger))
+            ? connection.statement(query, preparedAs: QueuedWriteShape.self, logger: logger)
+            : connection.statement(query, preparedAs: WriteShape.self, logger: logger))
         var appended: [AppendedEvent] = []
         for try await row in rows {
             let (eventId, version, position, _) = try row.decode((UUID, Int, Int64, Bool).self)

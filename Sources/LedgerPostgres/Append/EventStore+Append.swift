@@ -83,7 +83,7 @@ extension EventStore {
                 let queued = losses > 0
                 let outcome = try await client.withConnection(within: Deadline.remaining) { connection -> Outcome? in
                     guard queued else { return try await attempt(connection, false) }
-                    return try await connection.withTransaction(logger: logger) { connection in
+                    return try await connection.transaction(logger: logger) { connection in
                         try await statements.queue(for: stream, on: connection)
                         // Holding the queue, only a writer that read before it can still move the stream: a few turns.
                         for _ in 0..<Self.raceRetries {
@@ -98,7 +98,7 @@ extension EventStore {
             } catch {
                 // A write whose commit was not confirmed may have left the stream as remembered, or not.
                 memory.missed(stream)
-                throw underlyingError(error)  // a refusal or conflict thrown inside the queue's transaction
+                throw error
             }
             losses += 1
         }

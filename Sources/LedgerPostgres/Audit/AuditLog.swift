@@ -50,11 +50,11 @@ struct AuditLog: Sendable {
         case .snapshot: "'18446744073709551615'::xid8"  // the largest xid8: no limit
         }
         if case .snapshot = extent {
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            try await connection.statement("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
         }
         do {
             pages: while true {
-                let rows = try await connection.query(
+                let rows = try await connection.statement(
                     """
                     SELECT \(unescaped: Self.columns), e.transaction_xid::text
                     FROM events e
@@ -74,10 +74,10 @@ struct AuditLog: Sendable {
                 if count < pageSize { break pages }
             }
         } catch {
-            if case .snapshot = extent { _ = try? await connection.query("ROLLBACK", logger: logger) }
+            if case .snapshot = extent { _ = try? await connection.statement("ROLLBACK", logger: logger) }
             throw error
         }
-        if case .snapshot = extent { try await connection.query("ROLLBACK", logger: logger) }
+        if case .snapshot = extent { try await connection.statement("ROLLBACK", logger: logger) }
     }
 
     /// One stream's events in version order.

@@ -57,7 +57,7 @@ struct LedgerDigests: Sendable {
     }
 
     private static func latest(on connection: PostgresConnection, logger: Logger) async throws -> DigestCheckpoint? {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             """
             SELECT event_count, position, digest, recorded_at FROM ledger_digests
             ORDER BY event_count DESC LIMIT 1
@@ -98,7 +98,7 @@ struct LedgerDigests: Sendable {
                 try await connection.queryToEnd("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             case .skip:
                 var locked = false
-                for try await acquired in try await connection.query(
+                for try await acquired in try await connection.statement(
                     "SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger
                 ).decode(Bool.self) { locked = acquired }
                 guard locked else { return nil }
@@ -111,7 +111,7 @@ struct LedgerDigests: Sendable {
                 // A session that closed (a failed commit closes it) holds no lock, and a statement written to it may
                 // never answer (PostgresNIO 1.33).
                 if !connection.isClosed {
-                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                    _ = try? await connection.statement("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 }
                 throw error
             }
@@ -186,7 +186,7 @@ struct LedgerDigests: Sendable {
 
     /// Inserts the checkpoint; returns it with the time the database recorded.
     private func store(_ checkpoint: DigestCheckpoint, on connection: PostgresConnection) async throws -> DigestCheckpoint {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             """
             INSERT INTO ledger_digests (event_count, position, digest)
             VALUES (\(checkpoint.eventCount), \(checkpoint.position), \(ByteBuffer(bytes: checkpoint.digest)))

@@ -166,7 +166,7 @@ public struct FeedConsumers: Sendable {
 
     private func advance(_ advance: Advance, on connection: PostgresConnection) async throws -> Bool {
         var rows = 0
-        for try await _ in try await connection.query(advance.query, logger: logger) { rows += 1 }
+        for try await _ in try await connection.statement(advance.query, logger: logger) { rows += 1 }
         return rows == 1
     }
 

@@ -111,7 +111,7 @@ struct ServerRole: Sendable, CustomStringConvertible {
     let readOnly: Bool
 
     static func of(_ connection: PostgresConnection, logger: Logger) async throws -> ServerRole {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'", logger: logger)
         for try await (inRecovery, readOnly) in rows.decode((Bool, Bool).self) {
             return ServerRole(inRecovery: inRecovery, readOnly: readOnly)

@@ -142,7 +142,7 @@ extension SessionPool {
         reading read: @Sendable @escaping (PostgresRowSequence) async throws -> T
     ) async throws -> T {
         try await withConnection(within: Deadline.remaining, use) { connection in
-            try await read(try await connection.query(query, logger: logger))
+            try await read(try await connection.statement(query, logger: logger))
         }
     }
 
@@ -151,7 +151,7 @@ extension SessionPool {
     func countRows(_ query: PostgresQuery, logger: Logger) async throws -> Int {
         try await withConnection(within: Deadline.remaining) { connection in
             var count = 0
-            for try await _ in try await connection.query(query, logger: logger) { count += 1 }
+            for try await _ in try await connection.statement(query, logger: logger) { count += 1 }
             return count
         }
     }

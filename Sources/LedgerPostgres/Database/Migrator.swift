@@ -41,9 +41,9 @@ struct Migrator: Sendable {
                 try await connection.queryToEnd("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 return applied
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                _ = try? await connection.statement("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 if sqlState(of: error) == SQLStates.insufficientPrivilege {
-                    let refusal = (underlyingError(error) as? PSQLError)?.serverInfo?[.message] ?? "permission denied"
+                    let refusal = (error as? PSQLError)?.serverInfo?[.message] ?? "permission denied"
                     throw MigrationError.notPermitted(pending: try await pending(on: connection).map(\.name), refusal)
                 }
                 throw error
@@ -58,13 +58,13 @@ struct Migrator: Sendable {
     private func pending(on connection: PostgresConnection) async throws -> [Migration] {
         var recorded: [String: String] = [:]
         var tableExists = false
-        for try await exists in try await connection.query(
+        for try await exists in try await connection.statement(
             "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
         ).decode(Bool.self) {
             tableExists = exists
         }
         guard tableExists else { return migrations }
-        for try await (name, checksum) in try await connection.query(
+        for try await (name, checksum) in try await connection.statement(
             "SELECT name, checksum FROM schema_migrations", logger: logger
         ).decode((String, String).self) {
             recorded[name] = checksum
@@ -77,7 +77,7 @@ struct Migrator: Sendable {
     }
 
     private func apply(on connection: PostgresConnection) async throws -> [String] {
-        try await connection.query(
+        try await connection.statement(
             """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 name       text PRIMARY KEY,
@@ -93,12 +93,12 @@ struct Migrator: Sendable {
             if !older.isEmpty { throw MigrationError.olderNodesConnected(pending: pending.map(\.name), nodes: older) }
         }
         for migration in pending {
-            try await connection.withTransaction(logger: logger) { connection in
+            try await connection.transaction(logger: logger) { connection in
                 for statement in SQLScript.statements(migration.sql) {
                     // Read to the end: a `SELECT some_function()` in a script fails in its rows.
                     try await connection.queryToEnd(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query(
+                try await connection.statement(
                     "INSERT INTO schema_migrations (name, checksum) VALUES (\(migration.name), \(migration.checksum))",
                     logger: logger)
             }

@@ -16,7 +16,7 @@ enum NodeSchema {
     static func olderNodes(than newest: String, on connection: PostgresConnection, logger: Logger) async throws -> [String] {
         let start = prefix.count + 1
         var schemas: [String] = []
-        for try await schema in try await connection.query(
+        for try await schema in try await connection.statement(
             """
             SELECT DISTINCT substr(application_name, \(start)::int) FROM pg_stat_activity
             WHERE datname = current_database() AND starts_with(application_name, \(prefix))

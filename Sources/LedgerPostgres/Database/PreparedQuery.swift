@@ -33,11 +33,12 @@ struct StatementShapeMismatch: Error, CustomStringConvertible {
 }
 
 extension PostgresConnection {
-    /// Runs `query` as the prepared statement of `shape`, whose text it must be.
-    func query<Shape: StatementShape>(
+    /// Runs `query` as the prepared statement of `shape`, whose text it must be, on an open session
+    /// (`OpenSessionStatements.swift`).
+    func statement<Shape: StatementShape>(
         _ query: PostgresQuery, preparedAs shape: Shape.Type, logger: Logger
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
         guard query.sql == Shape.sql else { throw StatementShapeMismatch(shape: String(describing: shape)) }
-        return try await execute(PreparedQuery<Shape>(bindings: query.binds), logger: logger)
+        return try await whenOpen { try await $0.execute(PreparedQuery<Shape>(bindings: query.binds), logger: logger) }
     }
 }

@@ -1,17 +1,8 @@
 import PostgresNIO
 
-/// The SQLSTATE of a PostgreSQL error, looking through the transaction wrapper PostgresNIO puts around it.
+/// The SQLSTATE of a PostgreSQL error.
 func sqlState(of error: any Error) -> String? {
-    (underlyingError(error) as? PSQLError)?.serverInfo?[.sqlState]
-}
-
-/// The error a transaction's body threw, without PostgresNIO's transaction wrapper; a failed `COMMIT` is
-/// `CommitUnconfirmed`, whatever PostgreSQL said (the work is not stored, and a retry is safe).
-func underlyingError(_ error: any Error) -> any Error {
-    guard let transactionError = error as? PostgresTransactionError else { return error }
-    if let closureError = transactionError.closureError { return closureError }
-    if let commitError = transactionError.commitError { return CommitUnconfirmed(underlying: commitError) }
-    return transactionError.beginError ?? error
+    (error as? PSQLError)?.serverInfo?[.sqlState]
 }
 
 enum SQLStates {

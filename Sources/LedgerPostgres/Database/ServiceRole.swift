@@ -27,7 +27,7 @@ public enum ServiceRole {
     /// PostgreSQL's refusal of a catalog row updated by another transaction at the same time (SQLSTATE XX000,
     /// which covers every internal error, so the message is what names this one).
     static func isConcurrentRoleUpdate(_ error: any Error) -> Bool {
-        guard let server = (underlyingError(error) as? PSQLError)?.serverInfo else { return false }
+        guard let server = (error as? PSQLError)?.serverInfo else { return false }
         return server[.sqlState] == "XX000" && server[.message] == "tuple concurrently updated"
     }
 

@@ -72,15 +72,15 @@ final class SessionPool: Service, Sendable {
     }
 
     /// `withConnection`, inside a transaction: committed when `body` returns, rolled back when it throws. A `COMMIT`
-    /// that fails is `CommitUnconfirmed` (`underlyingError`).
+    /// that fails is `CommitUnconfirmed` (`PostgresConnection.transaction`).
     func withTransaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
         let connection = try await lease()
         defer { release(connection) }
         do {
-            return try await connection.withTransaction(logger: logger, body)
+            return try await connection.transaction(logger: logger, body)
         } catch {
             closeIfNotWritable(connection, error)
-            throw underlyingError(error)
+            throw error
         }
     }
 
@@ -106,7 +106,7 @@ final class SessionPool: Service, Sendable {
             defer { release(connection) }
             return try await run(.writes, on: connection) { connection in
                 var rows: [PostgresRow] = []
-                for try await row in try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line) {
+                for try await row in try await connection.statement(query, logger: logger ?? Self.silent, file: file, line: line) {
                     rows.append(row)
                 }
                 return PooledRows(collected: rows)
@@ -114,7 +114,7 @@ final class SessionPool: Service, Sendable {
         }
         let lease = Lease(pool: self, connection: connection)
         do {
-            let rows = try await connection.query(query, logger: logger ?? Self.silent, file: file, line: line)
+            let rows = try await connection.statement(query, logger: logger ?? Self.silent, file: file, line: line)
             return PooledRows(streaming: rows, lease: lease)
         } catch {
             lease.end()

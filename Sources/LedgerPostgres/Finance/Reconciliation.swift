@@ -70,9 +70,9 @@ struct Reconciliation: Sendable {
         return try await client.withConnection { connection in
             // No statement limit for this session while it reconciles: the comparison streams every row of a file of
             // any size (serve's sessions otherwise end a statement at 10 s; see ServerLimits). RESET restores it.
-            try await connection.query("SET statement_timeout = 0", logger: logger)
-            try await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
-            try await connection.query(
+            try await connection.statement("SET statement_timeout = 0", logger: logger)
+            try await connection.statement("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
+            try await connection.statement(
                 """
                 CREATE TEMP TABLE provider_lines (line int PRIMARY KEY, transaction_id text, product_id text,
                     amount_minor bigint, currency text, status text, occurred_at timestamptz, problem text,
@@ -81,12 +81,12 @@ struct Reconciliation: Sendable {
             do {
                 try await load(chunks, on: connection)
                 let summary = try await compare(provider: provider, from: from, to: to, on: connection, emit: emit)
-                try await connection.query("DROP TABLE pg_temp.provider_lines", logger: logger)
-                try await connection.query("RESET statement_timeout", logger: logger)
+                try await connection.statement("DROP TABLE pg_temp.provider_lines", logger: logger)
+                try await connection.statement("RESET statement_timeout", logger: logger)
                 return summary
             } catch {
-                _ = try? await connection.query("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
-                _ = try? await connection.query("RESET statement_timeout", logger: logger)
+                _ = try? await connection.statement("DROP TABLE IF EXISTS pg_temp.provider_lines", logger: logger)
+                _ = try? await connection.statement("RESET statement_timeout", logger: logger)
                 throw error
             }
         }
@@ -105,8 +105,8 @@ struct Reconciliation: Sendable {
         }
         batch += try reader.finish()
         try await insert(batch, on: connection)
-        try await connection.query("CREATE INDEX ON provider_lines (transaction_id)", logger: logger)
-        try await connection.query("ANALYZE provider_lines", logger: logger)
+        try await connection.statement("CREATE INDEX ON provider_lines (transaction_id)", logger: logger)
+        try await connection.statement("ANALYZE provider_lines", logger: logger)
     }
 
     /// Inserts a batch of lines: every value each line's record gave, with why it is not a transaction if it is not.
@@ -120,7 +120,7 @@ struct Reconciliation: Sendable {
             }
         }
         let text = { (value: (ProviderRecordValues) -> String?) in read.map { value($0.values) ?? "" } }
-        try await connection.query(
+        try await connection.statement(
             """
             INSERT INTO provider_lines
             SELECT n.line, NULLIF(n.transaction_id, ''), NULLIF(n.product_id, ''), NULLIF(n.amount, '')::bigint,
@@ -140,7 +140,7 @@ struct Reconciliation: Sendable {
         provider: Provider, from: PeriodBound, to: PeriodBound, on connection: PostgresConnection,
         emit: (ReconciliationRow) async throws -> Void
     ) async throws -> ReconciliationSummary {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             """
             WITH listed AS (
                 SELECT DISTINCT ON (transaction_id) * FROM provider_lines WHERE problem IS NULL

@@ -21,7 +21,7 @@ public struct Operations: Sendable {
     public func readiness(within limit: Duration, logger: Logger) async -> DatabaseReadiness? {
         do {
             return try await client.withConnection(within: limit, .reads) { connection in
-                let rows = try await connection.query(DatabaseReadiness.query, logger: logger)
+                let rows = try await connection.statement(DatabaseReadiness.query, logger: logger)
                 for try await (writable, synchronous) in rows.decode((Bool, Bool).self) {
                     return DatabaseReadiness(takesWrites: writable, synchronousReplication: synchronous)
                 }

@@ -33,7 +33,7 @@ extension OrderRows {
         _ orders: [Order], into table: String, columns: [String], on connection: PostgresConnection,
         row: (inout CopyTextRows, Order) -> Void
     ) async throws {
-        try await connection.copyFrom(table: table, columns: columns, logger: logger) { writer in
+        try await connection.copy(into: table, columns: columns, logger: logger) { writer in
             var rows = CopyTextRows()
             for order in orders {
                 row(&rows, order)

@@ -57,12 +57,12 @@ struct ProjectionIndexes: Sendable {
                 group.addTask {
                     for statement in share {
                         try await client.withTransaction(logger: logger) { connection in
-                            try await connection.query(
+                            try await connection.statement(
                                 """
                                 SELECT set_config('maintenance_work_mem', '256MB', true),
                                        set_config('max_parallel_maintenance_workers', '0', true)
                                 """, logger: logger)
-                            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                            try await connection.statement(PostgresQuery(unsafeSQL: statement), logger: logger)
                         }
                     }
                 }

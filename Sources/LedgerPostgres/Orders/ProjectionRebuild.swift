@@ -85,7 +85,7 @@ public struct ProjectionRebuild: Sendable {
                 "CREATE TABLE orders_rebuild (LIKE orders INCLUDING ALL EXCLUDING INDEXES)",
                 "CREATE TABLE order_transactions_rebuild (LIKE order_transactions INCLUDING ALL EXCLUDING INDEXES)",
             ] {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                try await connection.statement(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
         }
         let folds = OrderFolds(client: client, logger: logger)
@@ -147,10 +147,10 @@ public struct ProjectionRebuild: Sendable {
         let folds = OrderFolds(client: client, logger: logger)
         return try await client.withTransaction(logger: logger) { connection in
             // `streams` first: appends take it first, so none is left holding a projection lock we will need.
-            try await connection.query(
+            try await connection.statement(
                 "LOCK TABLE streams, orders, order_transactions IN EXCLUSIVE MODE", logger: logger)
             var stale: [String] = []
-            for try await orderId in try await connection.query(
+            for try await orderId in try await connection.statement(
                 """
                 SELECT s.stream_id FROM streams s LEFT JOIN orders_rebuild r ON r.order_id = s.stream_id
                 WHERE s.kind = 'order' AND r.version IS DISTINCT FROM s.version
@@ -161,9 +161,9 @@ public struct ProjectionRebuild: Sendable {
             try await catchingUp(stale.count)
             if !stale.isEmpty {
                 // Read through this transaction's connection: writers are blocked on our lock, so this is final.
-                try await connection.query(
+                try await connection.statement(
                     "DELETE FROM order_transactions_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
-                try await connection.query("DELETE FROM orders_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
+                try await connection.statement("DELETE FROM orders_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
                 let refolded = try await folds.fold(stale, on: connection)
                 try await rows.insertAll(
                     refolded, ordersTable: "orders_rebuild", transactionsTable: "order_transactions_rebuild", on: connection)
@@ -176,7 +176,7 @@ public struct ProjectionRebuild: Sendable {
                 // New tables start with no grants: give the service back what it may do, before anyone sees them.
                 "SELECT ledger_grant_service_privileges()",
             ] {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                try await connection.statement(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             return stale.count
         }

@@ -18,7 +18,7 @@ extension Ledger {
         let confirmsTokens = self.confirmsTokens, logger = self.logger
         return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var found: (order: Order, recovery: RecoveryEntry?, tokenEpoch: Int64)?
-            let rows = try await connection.query(Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
+            let rows = try await connection.statement(Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
             for try await row in rows {
                 let columns = row.makeRandomAccess(), count = OrderRows.columns.count
                 guard let order = try OrderRows.decodeOrder(columns, from: 0) else {
@@ -70,7 +70,7 @@ extension Ledger {
         let confirmsTokens = self.confirmsTokens, logger = self.logger
         return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var found: (status: TransactionStatus, tokenEpoch: Int64)?
-            let rows = try await connection.query(
+            let rows = try await connection.statement(
                 Self.transactionQuery(transactionId), preparedAs: TransactionShape.self, logger: logger)
             for try await (transactionId, orderId, accountId, state, grantedAt, finishedAt, refundedAt, epoch)
                 in rows.decode((String, String, String, String, Date?, Date?, Date?, Int64).self) {

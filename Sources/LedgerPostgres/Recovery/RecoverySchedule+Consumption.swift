@@ -17,7 +17,7 @@ extension RecoverySchedule {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var claims: [ConsumptionRequestClaim] = []
-            for try await (notificationId, transactionId, requestedAt, attempts) in try await connection.query("""
+            for try await (notificationId, transactionId, requestedAt, attempts) in try await connection.statement("""
                 INSERT INTO consumption_answers AS a (notification_id, transaction_id, requested_at, next_attempt_at, lease, leased_until)
                 SELECT m.notification_id, m.transaction_id, m.signed_at, \(now), \(lease), \(until)
                 FROM provider_messages m LEFT JOIN consumption_answers k USING (notification_id)
@@ -45,7 +45,7 @@ extension RecoverySchedule {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var delivered: Date?
-            for try await at in try await connection.query("""
+            for try await at in try await connection.statement("""
                 SELECT min(granted_at) FROM (
                     SELECT granted_at FROM order_transactions WHERE transaction_id = \(transactionId)
                     UNION ALL
@@ -81,7 +81,7 @@ extension RecoverySchedule {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var record: ConsumptionAnswerRecord?
-            for try await (transactionId, attempts, body, sentAt, environment, outcome, said, next) in try await connection.query("""
+            for try await (transactionId, attempts, body, sentAt, environment, outcome, said, next) in try await connection.statement("""
                 SELECT transaction_id, attempts, body::text, sent_at, environment, last_outcome, last_said, next_attempt_at
                 FROM consumption_answers WHERE notification_id = \(notificationId)
                 """, logger: logger).decode((String, Int, String?, Date?, String?, String?, String?, Date?).self) {

@@ -20,7 +20,7 @@ extension RecoverySchedule {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var claims: [SubscriptionQuestionClaim] = []
-            for try await (id, periodEndsAt, attempts) in try await connection.query("""
+            for try await (id, periodEndsAt, attempts) in try await connection.statement("""
                 INSERT INTO subscription_questions AS q (subscription_id, period_ends_at, next_ask_at, lease, leased_until)
                 SELECT s.subscription_id, s.period_ends_at, \(now), \(lease), \(until)
                 FROM subscriptions s LEFT JOIN subscription_questions k USING (subscription_id)
@@ -64,7 +64,7 @@ extension RecoverySchedule {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var question: SubscriptionQuestion?
-            for try await (periodEndsAt, attempts, next, settled, askedAt, outcome, said) in try await connection.query("""
+            for try await (periodEndsAt, attempts, next, settled, askedAt, outcome, said) in try await connection.statement("""
                 SELECT period_ends_at, attempts, next_ask_at, settled, last_asked_at, last_outcome, last_said
                 FROM subscription_questions WHERE subscription_id = \(subscriptionId)
                 """, logger: logger).decode((Date, Int, Date, Bool, Date?, String?, String?).self) {

@@ -91,7 +91,7 @@ public struct RecoverySchedule: Sendable {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var last: Date?
-            for try await at in try await connection.query(
+            for try await at in try await connection.statement(
                 "SELECT last_attempt_at FROM recovery_schedule WHERE order_id = \(orderId)", logger: logger
             ).decode(Date?.self) { last = at }
             return last
@@ -121,7 +121,7 @@ public struct RecoverySchedule: Sendable {
         let logger = self.logger
         let due: Date? = try await client.withConnection(within: Deadline.remaining) { connection in
             var due: Date?
-            for try await next in try await connection.query("""
+            for try await next in try await connection.statement("""
                 WITH attempt AS (
                     INSERT INTO recovery_attempts (order_id, attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, answer, recorded)
                     VALUES (\(attempt.orderId), \(attempt.attempt), \(attempt.provider), \(attempt.askedBy), \(attempt.askedAt),
@@ -179,7 +179,7 @@ public struct RecoverySchedule: Sendable {
                 "INSERT INTO recovery_sweeps (source, swept_until) VALUES (\(source), \(first)) ON CONFLICT (source) DO NOTHING",
                 logger: logger)
             var claim: RecoverySweepClaim?
-            for try await (sweptUntil, windowStart, windowEnd, pageToken) in try await connection.query("""
+            for try await (sweptUntil, windowStart, windowEnd, pageToken) in try await connection.statement("""
                 UPDATE recovery_sweeps SET lease = \(lease), leased_until = \(until)
                 WHERE source = \(source) AND (swept_until <= \(dueBefore) OR window_start IS NOT NULL)
                   AND (leased_until IS NULL OR leased_until <= \(now))
@@ -236,7 +236,7 @@ public struct RecoverySchedule: Sendable {
         let logger = self.logger
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var due: Date?
-            for try await next in try await connection.query(
+            for try await next in try await connection.statement(
                 "SELECT min(next_attempt_at) FROM recovery_schedule WHERE status = 'pending'", logger: logger
             ).decode(Date?.self) { due = next }
             return due
@@ -267,7 +267,7 @@ public struct RecoverySchedule: Sendable {
     ) async throws -> [RecoveryAttempt] {
         var attempts: [RecoveryAttempt] = []
         for try await (attempt, provider, askedBy, askedAt, duration, outcome, said, words, answer, recorded)
-            in try await connection.query("""
+            in try await connection.statement("""
                 SELECT attempt, provider, asked_by, asked_at, duration_ms, outcome, said, provider_words, answer::text, recorded
                 FROM recovery_attempts WHERE order_id = \(orderId) ORDER BY id DESC LIMIT \(limit)
                 """, logger: logger).decode((Int, String, String, Date, Int, String, String, String?, String?, [String]).self) {
@@ -287,7 +287,7 @@ public struct RecoverySchedule: Sendable {
         return try await client.withConnection(within: Deadline.remaining) { connection in
             var claims: [RecoveryClaim] = []
             for try await (orderId, provider, reason, attempts)
-                in try await connection.query(query, logger: logger).decode((String, String, String, Int).self) {
+                in try await connection.statement(query, logger: logger).decode((String, String, String, Int).self) {
                 guard let reason = RecoveryReason(rawValue: reason) else { throw CorruptRow(column: "reason", value: reason) }
                 claims.append(RecoveryClaim(orderId: orderId, provider: provider, reason: reason, attempts: attempts, lease: lease))
             }

@@ -156,7 +156,7 @@ public final class ReadReplicas: Sendable {
     /// A WAL position (`pg_lsn`, "16/B374D848"), as the number it stands for.
     private static func position(_ sql: String, on client: SessionPool, logger: Logger) async throws -> UInt64 {
         try await client.withConnection(within: .seconds(1), .reads) { connection in
-            for try await text in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
+            for try await text in try await connection.statement(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
                 let halves = text.split(separator: "/")
                 if halves.count == 2, let high = UInt64(halves[0], radix: 16), let low = UInt64(halves[1], radix: 16), high <= UInt32.max {
                     return high << 32 | low

@@ -41,8 +41,8 @@ extension EventStore {
     ) async throws -> (events: [StoredEvent], streamVersion: Int?) {
         let query = Self.pageQuery(stream, after: version, asOf: asOf, limit: limit)
         let rows = try await (asOf == nil
-            ? connection.query(query, preparedAs: PageShape.self, logger: logger)
-            : connection.query(query, preparedAs: PageAsOfShape.self, logger: logger))
+            ? connection.statement(query, preparedAs: PageShape.self, logger: logger)
+            : connection.statement(query, preparedAs: PageAsOfShape.self, logger: logger))
         var events: [StoredEvent] = []
         var epoch: Int64?
         var streamVersion: Int?
@@ -116,14 +116,14 @@ extension EventStore {
             WHERE kind = \(kind) AND stream_id = \(id) AND version <= \(version) ORDER BY version
             """
         }
-        for try await row in try await connection.query(query, logger: logger) {
+        for try await row in try await connection.statement(query, logger: logger) {
             try body(try Self.decode(row))
         }
     }
 
     /// Whether the stream has any event at all.
     func hasEvents(_ stream: StreamName, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             "SELECT EXISTS (SELECT 1 FROM events WHERE kind = \(stream.kind.name) AND stream_id = \(stream.id))",
             logger: logger)
         for try await exists in rows.decode(Bool.self) { return exists }
@@ -180,7 +180,7 @@ extension EventStore {
     }
 
     static func transactionId(ofPosition position: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
-        let rows = try await connection.query("SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger)
+        let rows = try await connection.statement("SELECT transaction_xid::text FROM events WHERE position = \(position)", logger: logger)
         for try await xid in rows.decode(String.self) { return xid }
         throw EventStoreError.unknownPosition(position)
     }

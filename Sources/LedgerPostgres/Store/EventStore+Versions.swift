@@ -37,7 +37,7 @@ extension EventStore {
         do {
             let found = try await client.withConnection(within: Deadline.remaining, .reads) { connection in
                 var found: [StreamVersion] = []
-                let rows = try await connection.query(versionsQuery(streams), preparedAs: VersionsShape.self, logger: logger)
+                let rows = try await connection.statement(versionsQuery(streams), preparedAs: VersionsShape.self, logger: logger)
                 for try await (version, epoch) in rows.decode((Int?, Int64).self) {
                     found.append(StreamVersion(version: version, tokenEpoch: epoch))
                 }

@@ -119,7 +119,7 @@ struct StreamFolds<Domain: StreamDomain>: Sendable {
 
     /// The folds of just these streams (for the catch-up at the end of a rebuild), read through `connection`.
     func fold(_ streamIds: [String], on connection: PostgresConnection) async throws -> [State] {
-        let rows = try await connection.query(
+        let rows = try await connection.statement(
             """
             SELECT \(unescaped: Self.columns) FROM events
             WHERE kind = \(Self.kind) AND stream_id = ANY(\(streamIds)) ORDER BY stream_id, version

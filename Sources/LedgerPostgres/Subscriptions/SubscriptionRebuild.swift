@@ -20,7 +20,7 @@ struct SubscriptionRebuild: Sendable {
             try await connection.queryToEnd(
                 "LOCK TABLE streams, subscriptions, subscription_transactions IN EXCLUSIVE MODE", logger: logger)
             var ids: [String] = []
-            for try await id in try await connection.query(
+            for try await id in try await connection.statement(
                 "SELECT stream_id FROM streams WHERE kind = 'subscription' ORDER BY stream_id", logger: logger
             ).decode(String.self) {
                 ids.append(id)

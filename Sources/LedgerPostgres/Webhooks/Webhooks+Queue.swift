@@ -160,10 +160,10 @@ extension Webhooks {
             RETURNING 1
             """
         return try await client.withConnection(within: Deadline.remaining) { [logger] connection in
-            try await connection.withTransaction(logger: logger) { connection in
+            try await connection.transaction(logger: logger) { connection in
                 try await connection.queryToEnd(WebhookQueueLock.shared, logger: logger)
                 var kept = 0
-                for try await _ in try await connection.query(keep, logger: logger) { kept += 1 }
+                for try await _ in try await connection.statement(keep, logger: logger) { kept += 1 }
                 return kept
             }
         }

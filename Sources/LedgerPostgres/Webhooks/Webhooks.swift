@@ -121,7 +121,7 @@ public struct Webhooks: Sendable {
     private func changeOne(_ name: String, _ query: PostgresQuery) async throws {
         let changed = try await client.withConnection(within: Deadline.remaining) { [logger] connection in
             var rows = 0
-            for try await _ in try await connection.query(query, logger: logger) { rows += 1 }
+            for try await _ in try await connection.statement(query, logger: logger) { rows += 1 }
             return rows
         }
         guard changed == 1 else { throw WebhookEndpointError.notFound(name) }
