@@ -9,10 +9,11 @@ public enum DatabaseErrors {
         return ["22021", "22P05"].contains(state)
     }
 
-    /// Connection failures (a session closed before its statement was sent: `SessionClosed`), a server shutting down or refusing connections, no answer within the deadline, a pool
-    /// already closed (`serve` stopping), a commit PostgreSQL did not confirm, work PostgreSQL itself ended at the service's limits
-    /// (`ServerLimits`: 57014 statement timeout, 55P03 lock timeout, 25P03 idle in transaction), a write that reached a
-    /// server not taking writes (25006, mid-failover) or no server fitting (`NoServerFits`): worth a retry, not a 500.
+    /// Connection failures (a session closed before its statement was sent: `SessionClosed`), a server shutting down
+    /// or refusing connections, no answer within the deadline, a pool already closed (`serve` stopping), a commit
+    /// PostgreSQL did not confirm, work PostgreSQL itself ended at the service's limits (`ServerLimits`: 57014
+    /// statement timeout, 55P03 lock timeout, 25P03 idle in transaction), a write that reached a server not taking
+    /// writes (25006, mid-failover) or no server fitting (`NoServerFits`): worth a retry, not a 500.
     public static func isUnavailable(_ error: any Error) -> Bool {
         if error is DatabaseTimeout || error is SessionPoolClosed || error is CommitUnconfirmed || error is DatabaseUnreachable
             || error is SessionNotOpened || error is NoServerFits || error is SessionClosed {

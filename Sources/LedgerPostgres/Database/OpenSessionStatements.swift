@@ -33,7 +33,8 @@ extension PostgresConnection {
     /// Runs `body` inside a transaction block (`BEGIN` … `COMMIT`), rolled back when `body` throws; `body`'s error is
     /// thrown as it is. A `COMMIT` that fails is `CommitUnconfirmed`: the work is not stored, and a retry is safe.
     func transaction<T>(
-        logger: Logger, isolation: isolated (any Actor)? = #isolation, _ body: (PostgresConnection) async throws -> sending T
+        logger: Logger, isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending T
     ) async throws -> sending T {
         try await statement("BEGIN", logger: logger).consume()
         let value: T
@@ -56,7 +57,9 @@ extension PostgresConnection {
         into table: String, columns: [String], logger: Logger,
         _ writeData: (PostgresCopyFromWriter) async throws -> Void
     ) async throws {
-        try await whenOpen { try await $0.copyFrom(table: table, columns: columns, logger: logger, writeData: writeData) }
+        try await whenOpen { connection in
+            try await connection.copyFrom(table: table, columns: columns, logger: logger, writeData: writeData)
+        }
     }
 
     /// `start` — a PostgresNIO call that writes its request before its first suspension — on this session's event

@@ -163,7 +163,8 @@ public struct ProjectionRebuild: Sendable {
                 // Read through this transaction's connection: writers are blocked on our lock, so this is final.
                 try await connection.statement(
                     "DELETE FROM order_transactions_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
-                try await connection.statement("DELETE FROM orders_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
+                try await connection.statement(
+                    "DELETE FROM orders_rebuild WHERE order_id = ANY(\(stale))", logger: logger)
                 let refolded = try await folds.fold(stale, on: connection)
                 try await rows.insertAll(
                     refolded, ordersTable: "orders_rebuild", transactionsTable: "order_transactions_rebuild", on: connection)

@@ -18,7 +18,8 @@ extension Ledger {
         let confirmsTokens = self.confirmsTokens, logger = self.logger
         return try await client.withConnection(within: Deadline.remaining, .reads) { connection in
             var found: (order: Order, recovery: RecoveryEntry?, tokenEpoch: Int64)?
-            let rows = try await connection.statement(Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
+            let rows = try await connection.statement(
+                Self.orderQuery(orderId), preparedAs: OrderShape.self, logger: logger)
             for try await row in rows {
                 let columns = row.makeRandomAccess(), count = OrderRows.columns.count
                 guard let order = try OrderRows.decodeOrder(columns, from: 0) else {
