@@ -36,16 +36,16 @@ extension PostgresConnection {
         logger: Logger, isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending T
     ) async throws -> sending T {
-        try await statement("BEGIN", logger: logger).consume()
+        try await queryToEnd("BEGIN", logger: logger)
         let value: T
         do {
             value = try await body(self)
         } catch {
-            _ = try? await statement("ROLLBACK", logger: logger).consume()
+            try? await queryToEnd("ROLLBACK", logger: logger)
             throw error
         }
         do {
-            try await statement("COMMIT", logger: logger).consume()
+            try await queryToEnd("COMMIT", logger: logger)
         } catch {
             throw CommitUnconfirmed(underlying: error)
         }
@@ -73,12 +73,5 @@ extension PostgresConnection {
             guard !self.isClosed else { throw SessionClosed() }
             return try await start(self)
         }
-    }
-}
-
-extension PostgresRowSequence {
-    /// Reads the rows to the end, so that an error raised while the statement runs is thrown.
-    func consume() async throws {
-        for try await _ in self {}
     }
 }

@@ -7,7 +7,7 @@ extension PostgresConnection {
     /// `lock_timeout`, an exception from a function — reaches only a caller that reads them. Dropped unread, a
     /// `SELECT pg_advisory_lock(…)` that timed out looks like a lock taken.
     func queryToEnd(_ query: PostgresQuery, logger: Logger) async throws {
-        try await statement(query, logger: logger).consume()
+        for try await _ in try await statement(query, logger: logger) {}
     }
 }
 
