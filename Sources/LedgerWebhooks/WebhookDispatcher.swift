@@ -31,6 +31,8 @@ public final class WebhookDispatcher: Sendable {
 
     let webhooks: Webhooks
     let consumers: FeedConsumers
+    /// This node's committed appends, which start the next round early (`run`).
+    let newEvents: NewEvents
     let settings: Settings
     let node: String
     let now: @Sendable () -> Date
@@ -46,6 +48,7 @@ public final class WebhookDispatcher: Sendable {
     ) {
         self.webhooks = database.webhooks
         self.consumers = database.consumers
+        self.newEvents = database.ledger.newEvents
         self.settings = settings
         self.node = node
         self.now = now
@@ -54,12 +57,18 @@ public final class WebhookDispatcher: Sendable {
 
     /// Until cancelled: every `interval`, queues what the feed holds since the last tick (the feed consumer
     /// `webhooks`, when no other node holds it), takes the endpoints with something due that no node holds, and starts
-    /// sending to each, without waiting for one to finish before the next tick. An event is sent about one interval
-    /// after it was recorded. Each endpoint's connections are kept from one round to the next (`WebhookSenders`).
+    /// sending to each, without waiting for one to finish before the next tick. Each endpoint's connections are kept
+    /// from one round to the next (`WebhookSenders`).
+    ///
+    /// An append this node commits starts the next round early (`NewEvents`), though never sooner than
+    /// `shortestGap(interval)` after the last one began (25 ms at the default 250): this node's own events go out
+    /// within that and a round's sending, where they waited half a tick at the median (167 ms at 200 events a
+    /// second). Another node's events are sent about one interval after they were recorded.
     public func run(every interval: Duration) async {
         var observed = ContinuousClock.now - .seconds(60)
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
+                let started = ContinuousClock.now
                 do {
                     // No endpoint, nothing to queue or send: one look a tick, not a walk of the feed.
                     guard try await webhooks.exist() else {
@@ -78,10 +87,18 @@ public final class WebhookDispatcher: Sendable {
                 } catch {
                     logger.error("webhooks: a round failed: \(String(reflecting: error))")
                 }
-                try? await Task.sleep(for: interval)
+                try? await Task.sleep(until: started + Self.shortestGap(interval))
+                await newEvents.wait(atMost: interval - (ContinuousClock.now - started))
             }
         }
         await senders.shutDownAll()
+    }
+
+    /// The least time between the starts of two rounds, however many appends ask for one: a tenth of the interval,
+    /// at most 100 ms. Under a stream of appends a round's statements (the feed, the claim) then run ten times a tick
+    /// at most (and at most ten times a second), not back to back beside the appends.
+    static func shortestGap(_ interval: Duration) -> Duration {
+        min(interval / 10, .milliseconds(100))
     }
 
     /// A batch is this many times `concurrency` deliveries: the statements between two batches (keep the outcomes,

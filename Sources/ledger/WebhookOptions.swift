@@ -13,7 +13,7 @@ struct WebhookOptions: ParsableArguments {
     var allowHosts: String?
     @Option(name: .customLong("webhook-timeout"), help: "Seconds a receiver has to answer a delivery before it is tried again.")
     var timeout = 15
-    @Option(name: .customLong("webhook-interval"), help: "Milliseconds between two looks for events to queue and deliveries due (an event is sent about this long after it is recorded).")
+    @Option(name: .customLong("webhook-interval"), help: "Milliseconds between two looks for events to queue and deliveries due. An append this node commits starts the next look early (no sooner than a tenth of this, at most 100 ms, after the last); another node's events are sent about this long after they are recorded.")
     var intervalMilliseconds = 250
 
     func validate() throws {

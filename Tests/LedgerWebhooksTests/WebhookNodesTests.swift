@@ -42,6 +42,22 @@ struct WebhookNodesTests {
         }
     }
 
+    /// An event this node records starts the loop's next round (`NewEvents`): each is sent long before the next tick,
+    /// ten minutes away, for which it waited before.
+    @Test func anEventThisNodeRecordsIsSentWithoutWaitingForTheTick() async throws {
+        try await WebhookFixture.run { fixture in
+            let dispatcher = fixture.dispatcher()
+            let loop = Task { await dispatcher.run(every: .seconds(600)) }
+            defer { loop.cancel() }
+            for order in ["first", "second", "third"] {
+                let sent = fixture.receiver.all.count
+                _ = try await fixture.database.ledger.record(
+                    orderId: order, events: [Lifecycle().created], metadata: EventMetadata(actor: "test", requestId: nil))
+                #expect(await eventually(within: .seconds(120)) { fixture.receiver.all.count == sent + 1 }, "\(order) sent")
+            }
+        }
+    }
+
     /// The loop keeps an endpoint's connections from one round to the next (a round ends whenever its queue runs
     /// dry): events sent rounds apart come on one connection, until the sender is a minute old (though used half a
     /// minute before) and its host is resolved and checked again, on a new connection.

@@ -13,11 +13,23 @@ extension EventStore {
     /// Appends `events` to the stream `id` of `projection`'s kind, all or nothing; `decide` gives, from what the
     /// append read, what the events leave (written with them; nil writes no projection). `claims` are the keys the new
     /// events name that the projection reads (an order's transaction ids). The projection is returned with the
-    /// append's result; it is nil for a replay (`decide` did not run).
+    /// append's result; it is nil for a replay (`decide` did not run). Once committed, new events are told
+    /// (`NewEvents`).
     func append<Projection: StreamProjection>(
         to id: String, of projection: Projection.Type, expectedVersion: ExpectedVersion = .any, events: [NewEvent],
         claims: [String] = [],
         decide: @escaping @Sendable (AppendSnapshot<Projection.Read>) throws -> Projection.Written?
+    ) async throws -> (result: AppendResult, projected: Projection.Written?) {
+        let appended = try await commit(
+            to: id, of: projection, expectedVersion: expectedVersion, events: events, claims: claims, decide: decide)
+        if !appended.result.isReplay { newEvents.committed() }
+        return appended
+    }
+
+    /// `append`, up to its commit.
+    private func commit<Projection: StreamProjection>(
+        to id: String, of projection: Projection.Type, expectedVersion: ExpectedVersion, events: [NewEvent],
+        claims: [String], decide: @escaping @Sendable (AppendSnapshot<Projection.Read>) throws -> Projection.Written?
     ) async throws -> (result: AppendResult, projected: Projection.Written?) {
         guard !events.isEmpty else { throw EventStoreError.emptyAppend }
         let stream = StreamName(Projection.kind, id)

@@ -14,6 +14,8 @@ public struct Ledger: Sendable {
     let rows: OrderRows
     /// The streams this node wrote last (`RecentStreams`), shared by every request.
     let recentStreams: RecentStreams
+    /// Word of this node's committed appends, for the webhooks' loop (`NewEvents`).
+    public let newEvents = NewEvents()
 
     init(client: SessionPool, logger: Logger = Logger(label: "ledger"), recentStreams: RecentStreams = RecentStreams()) {
         self.init(pools: EventLoopPools(client), logger: logger, recentStreams: recentStreams)
@@ -38,7 +40,9 @@ public struct Ledger: Sendable {
 
     /// The store on the pool of the caller's event loop (`EventLoopPools`).
     var store: EventStore {
-        EventStore(client: pools.current, logger: logger, confirmsTokens: confirmsTokens, recentStreams: recentStreams)
+        EventStore(
+            client: pools.current, logger: logger, confirmsTokens: confirmsTokens, recentStreams: recentStreams,
+            newEvents: newEvents)
     }
 
     var client: SessionPool { pools.current }

@@ -14,17 +14,20 @@ struct EventStore: Sendable {
     let confirmsTokens: Bool
     /// The streams this node wrote last, which its appends decide from without a read (`RecentStreams`).
     let recentStreams: RecentStreams
+    /// Told of every append committed (`NewEvents`).
+    let newEvents: NewEvents
 
     /// How many times an append reads and decides again after losing a race before the error is passed on.
     static let raceRetries = 8
 
     init(
         client: SessionPool, logger: Logger = Logger(label: "ledger.store"), confirmsTokens: Bool = true,
-        recentStreams: RecentStreams = RecentStreams()
+        recentStreams: RecentStreams = RecentStreams(), newEvents: NewEvents = NewEvents()
     ) {
         self.client = client
         self.logger = logger
         self.confirmsTokens = confirmsTokens
         self.recentStreams = recentStreams
+        self.newEvents = newEvents
     }
 }
