@@ -36,9 +36,11 @@ struct StatementGroupGatheringTests {
     /// A first group of one, held while `others` wait: they then go together, and the target becomes their number.
     private func settle(_ groups: Groups, afterAGroupOf others: [Int]) async throws {
         let first = Task { await groups.run(0) }
-        #expect(await eventually { groups.group.statistics.busy })
+        // Its work begun, not only its leader chosen: a leader yields before it takes its group, and on a busy machine
+        // the others once joined it there.
+        #expect(await eventually(within: .seconds(120)) { groups.taken.withLock { $0.count } == 1 })
         let waiting = others.map { item in Task { await groups.run(item) } }
-        #expect(await eventually { groups.group.statistics.waiting == others.count })
+        #expect(await eventually(within: .seconds(120)) { groups.group.statistics.waiting == others.count })
         groups.release.continuation.yield()
         _ = await first.value
         for task in waiting { _ = await task.value }
@@ -50,9 +52,9 @@ struct StatementGroupGatheringTests {
         let groups = Groups(gatherAtMost: { _ in .seconds(600) })
         try await settle(groups, afterAGroupOf: [1, 2, 3])
         let leader = Task { await groups.run(4) }
-        #expect(await eventually { groups.group.statistics.gathering })
+        #expect(await eventually(within: .seconds(120)) { groups.group.statistics.gathering })
         let second = Task { await groups.run(5) }
-        #expect(await eventually { groups.group.statistics.waiting == 1 })
+        #expect(await eventually(within: .seconds(120)) { groups.group.statistics.waiting == 1 })
         #expect(groups.group.statistics.gathering, "the leader went with two where three came before")
         let third = Task { await groups.run(6) }
         _ = (await leader.value, await second.value, await third.value)
@@ -81,7 +83,7 @@ struct StatementGroupGatheringTests {
         for round in 1..<StatementGroup<Int, Int>.probeEvery {
             #expect(groups.group.statistics.target == 2)
             let leader = Task { await groups.run(10 * round) }
-            #expect(await eventually { groups.group.statistics.gathering })
+            #expect(await eventually(within: .seconds(120)) { groups.group.statistics.gathering })
             _ = (await groups.run(10 * round + 1), await leader.value)
             #expect(groups.last == [10 * round, 10 * round + 1])
         }

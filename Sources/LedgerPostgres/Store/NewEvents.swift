@@ -29,6 +29,9 @@ public final class NewEvents: Sendable {
         waiter?.resume()
     }
 
+    /// Whether a wait is under way and no commit has come (for tests).
+    var isWaiting: Bool { state.withLock { $0.waiter != nil } }
+
     /// Returns once new events are committed (at once if they were since the last wait), or after `interval`,
     /// whichever comes first; at once when the task is cancelled. One waiter at a time.
     public func wait(atMost interval: Duration) async {
