@@ -92,7 +92,8 @@ struct EventFeedTests {
             let appended = try await store.append(to: "order-1", events: [StoreFixtures.event("a")])
             var cursor: Int64?
             // While the other transaction stays open: a bound that tells "at once" from "when it ends" (never, here).
-            let seen = try await Self.drain(store, from: &cursor, expecting: 1, within: .seconds(20))
+            // Two minutes: 20 s once ran out in a CI rehearsal with a build running beside the suite.
+            let seen = try await Self.drain(store, from: &cursor, expecting: 1, within: .seconds(120))
             mayEnd.continuation.yield()
             try await other.value
             #expect(seen.map(\.position) == appended.events.map(\.position), "held back by a transaction that is not an append")
